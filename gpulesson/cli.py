@@ -1,7 +1,9 @@
 """The ``gpulesson`` command line: one subcommand per module.
 
-Bad input exits 2 with one line on stderr naming the problem and the fix.
-Output is plain text unless ``--json`` is given.
+Each subcommand lives in ``gpulesson/cli_<name>.py`` with a ``register``
+function. Bad input exits 2 with one line on stderr naming the problem and
+the fix: argparse errors through ``_Parser.error``, and any ``ValueError``
+raised by the API through ``main``. Output is plain text unless ``--json``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gpulesson import __version__, probe
+from gpulesson import __version__, cli_probe
 
 
 class _Parser(argparse.ArgumentParser):
@@ -18,12 +20,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _run_probe(args: argparse.Namespace) -> int:
-    report = probe.probe()
-    print(probe.to_json(report) if args.json else probe.to_text(report))
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,15 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpulesson {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-
-    probe_parser = commands.add_parser(
-        "probe",
-        help="report this machine's GPU stack and why CUDA is or is not usable",
-        description="Report Python, torch, CUDA, MPS, CPU, RAM and the NVIDIA driver, "
-        "and name the case when CUDA is not usable.",
-    )
-    probe_parser.add_argument("--json", action="store_true", help="print one JSON object")
-    probe_parser.set_defaults(func=_run_probe)
+    cli_probe.register(commands)
     return parser
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import sys
 import types
 from collections.abc import Callable
@@ -103,3 +104,23 @@ def fake_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..
 def props() -> type[_Props]:
     """The fake device-properties class, for tests that list GPUs."""
     return _Props
+
+
+def mkdocs_build(site_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site_dir)],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("site")
+    result = mkdocs_build(site)
+    assert result.returncode == 0, f"strict build failed:\n{result.stderr[-4000:]}"
+    return site

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,27 +11,9 @@ import pytest
 from gpulesson import site_hooks
 from gpulesson.provenance import BuildRecord
 
+from .conftest import mkdocs_build
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def mkdocs_build(site_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site_dir)],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    site = tmp_path_factory.mktemp("site")
-    result = mkdocs_build(site)
-    assert result.returncode == 0, f"strict build failed:\n{result.stderr[-4000:]}"
-    return site
 
 
 def test_build_writes_the_build_record(built_site: Path):
