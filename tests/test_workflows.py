@@ -1,0 +1,318 @@
+"""The GitHub workflows keep their safety rules; a broken rule names the file and job.
+
+The self-hosted GPU runner must never run code from a pull request: a workflow
+with a self-hosted job may only be triggered by push, schedule or
+workflow_dispatch, and each such job carries a guard on repository, ref and
+event. Every action is pinned to a commit with its version in a comment, the
+token starts with no permissions, checkouts do not keep credentials, and
+zizmor (offline) finds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW_DIR = REPO / ".github" / "workflows"
+WORKFLOWS = sorted([*WORKFLOW_DIR.glob("*.yml"), *WORKFLOW_DIR.glob("*.yaml")])
+REPOSITORY = "gpulesson/gpulesson"
+MAIN_REF = "refs/heads/main"
+
+#: The only triggers a workflow with a self-hosted job may have: none of them
+#: can be fired by someone without write access to the repository.
+SELF_HOSTED_TRIGGERS = frozenset({"push", "schedule", "workflow_dispatch"})
+#: Triggers that run (or hand data from) code written by someone outside the project.
+FORK_EVENTS = frozenset(
+    {
+        "pull_request",
+        "pull_request_target",
+        "pull_request_review",
+        "pull_request_review_comment",
+        "issue_comment",
+        "issues",
+        "discussion",
+        "discussion_comment",
+        "workflow_run",
+        "merge_group",
+    }
+)
+_HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-(latest|\d[\w.-]*)$")
+_PINNED_USES = re.compile(
+    r"^\s*(?:-\s+)?uses:\s*(?P<ref>[\w.-]+/[\w./-]+)@(?P<sha>[0-9a-f]{40})\s+#\s*v\d+(\.\d+)*\s*$"
+)
+_USES_LINE = re.compile(r"^\s*(?:-\s+)?uses:")
+
+
+def load(text: str) -> dict[str, Any]:
+    """A workflow as a dict, with the ``on`` key under "on" (YAML 1.1 reads it as True).
+
+    >>> sorted(load("on: [push]\\njobs: {}\\n"))
+    ['jobs', 'on']
+    """
+    document = yaml.safe_load(text)
+    if True in document:
+        document["on"] = document.pop(True)
+    return document
+
+
+def triggers(workflow: dict[str, Any]) -> set[str]:
+    """The event names a workflow runs on, whichever YAML shape ``on`` has.
+
+    >>> sorted(triggers(load("on:\\n  push:\\n  schedule:\\n    - cron: '0 0 * * 1'\\n")))
+    ['push', 'schedule']
+    >>> triggers(load("on: pull_request\\n"))
+    {'pull_request'}
+    """
+    on = workflow.get("on")
+    if isinstance(on, str):
+        return {on}
+    if isinstance(on, list):
+        return set(on)
+    if isinstance(on, dict):
+        return set(on)
+    return set()
+
+
+def is_self_hosted(runs_on: Any) -> bool:
+    """True unless every runner label is a GitHub-hosted image (unknown counts as self-hosted).
+
+    >>> is_self_hosted("ubuntu-latest"), is_self_hosted(["self-hosted", "linux", "gpu"])
+    (False, True)
+    >>> is_self_hosted("${{ matrix.runner }}"), is_self_hosted({"group": "gpus"})
+    (True, True)
+    """
+    labels = [runs_on] if isinstance(runs_on, str) else runs_on
+    if not isinstance(labels, list) or not labels:
+        return True
+    return not all(isinstance(label, str) and _HOSTED_LABEL.match(label) for label in labels)
+
+
+def guard_problems(condition: Any) -> list[str]:
+    """What a self-hosted job's ``if:`` lacks to act as a second gate.
+
+    The guard must be a plain conjunction (no ``||``, no ``!``) that includes the
+    repository, the main ref and an allow-list of events drawn from
+    SELF_HOSTED_TRIGGERS.
+
+    >>> guard_problems("github.repository == 'gpulesson/gpulesson' && "
+    ...     "github.ref == 'refs/heads/main' && "
+    ...     "contains(fromJSON('[\\"push\\", \\"schedule\\"]'), github.event_name)")
+    []
+    >>> guard_problems("github.ref == 'refs/heads/main' || true")
+    ["the guard has '||' or '!', so it can be true without its clauses"]
+    """
+    if not isinstance(condition, str):
+        return [f"no job-level `if:` guard (found {condition!r})"]
+    text = " ".join(condition.replace("${{", " ").replace("}}", " ").split())
+    if "||" in text or re.search(r"!(?!=)", text):
+        return ["the guard has '||' or '!', so it can be true without its clauses"]
+    clauses = [clause.strip() for clause in text.split("&&")]
+    problems = []
+    if f"github.repository == '{REPOSITORY}'" not in clauses:
+        problems.append(f"the guard does not require github.repository == '{REPOSITORY}'")
+    if f"github.ref == '{MAIN_REF}'" not in clauses:
+        problems.append(f"the guard does not require github.ref == '{MAIN_REF}'")
+    events: set[str] = set()
+    for clause in clauses:
+        listed = re.fullmatch(r"contains\(fromJSON\('(\[.*\])'\), github\.event_name\)", clause)
+        single = re.fullmatch(r"github\.event_name == '(\w+)'", clause)
+        if listed:
+            events.update(json.loads(listed.group(1)))
+        elif single:
+            events.add(single.group(1))
+    if not events:
+        problems.append("the guard does not list the events it allows (github.event_name)")
+    elif not events <= SELF_HOSTED_TRIGGERS:
+        problems.append(f"the guard allows {sorted(events - SELF_HOSTED_TRIGGERS)}")
+    return problems
+
+
+def self_hosted_problems(workflow: dict[str, Any]) -> list[str]:
+    """Ways a self-hosted job in this workflow could run code from outside the project."""
+    hosted_jobs = [
+        name
+        for name, job in workflow.get("jobs", {}).items()
+        if "uses" not in job and is_self_hosted(job.get("runs-on"))
+    ]
+    if not hosted_jobs:
+        return []
+    problems = []
+    events = triggers(workflow)
+    for event in sorted(events - SELF_HOSTED_TRIGGERS):
+        kind = "a fork-reachable" if event in FORK_EVENTS else "a not-allowed"
+        problems.append(f"{kind} trigger {event!r} in a workflow with self-hosted jobs")
+    on = workflow.get("on")
+    if "push" in events and isinstance(on, dict):
+        branches = (on.get("push") or {}).get("branches")
+        if branches != ["main"]:
+            problems.append(f"push must be limited to branches: [main], not {branches!r}")
+    for name in hosted_jobs:
+        problems += [f"job {name!r}: {p}" for p in guard_problems(workflow["jobs"][name].get("if"))]
+    return problems
+
+
+def _workflows() -> list[tuple[str, dict[str, Any]]]:
+    return [(path.name, load(path.read_text(encoding="utf-8"))) for path in WORKFLOWS]
+
+
+def _steps(workflow: dict[str, Any]):
+    for job_name, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            yield job_name, step
+
+
+def test_the_workflows_exist():
+    assert {path.name for path in WORKFLOWS} >= {"ci.yml", "publish.yml"}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_no_self_hosted_job_is_reachable_from_a_fork(path: Path):
+    problems = self_hosted_problems(load(path.read_text(encoding="utf-8")))
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
+
+
+GUARD = (
+    "github.repository == 'gpulesson/gpulesson' && github.ref == 'refs/heads/main' && "
+    """contains(fromJSON('["push", "schedule", "workflow_dispatch"]'), github.event_name)"""
+)
+
+
+def _synthetic(on: str, runs_on: str = "[self-hosted, linux, gpu]", guard: str = GUARD) -> str:
+    return (
+        f"on: {on}\njobs:\n  build:\n    if: {json.dumps(guard)}\n"
+        f"    runs-on: {runs_on}\n    steps: []\n"
+    )
+
+
+def test_the_checker_accepts_the_safe_shape():
+    assert self_hosted_problems(load(_synthetic("{push: {branches: [main]}, schedule: []}"))) == []
+
+
+@pytest.mark.parametrize(
+    ("on", "expected"),
+    [
+        ("[push, pull_request]", "a fork-reachable trigger 'pull_request'"),
+        ("[push, pull_request_target]", "a fork-reachable trigger 'pull_request_target'"),
+        ("{issue_comment: {types: [created]}}", "a fork-reachable trigger 'issue_comment'"),
+        ("{workflow_run: {workflows: [CI]}}", "a fork-reachable trigger 'workflow_run'"),
+        ("workflow_call", "a not-allowed trigger 'workflow_call'"),
+        ("{push: {branches: ['**']}}", "push must be limited to branches: [main]"),
+    ],
+)
+def test_the_checker_rejects_fork_triggers_on_self_hosted_jobs(on: str, expected: str):
+    problems = self_hosted_problems(load(_synthetic(on)))
+    assert any(problem.startswith(expected) for problem in problems), problems
+
+
+def test_the_checker_treats_unknown_runners_as_self_hosted():
+    on = "[push, pull_request]"
+    assert self_hosted_problems(load(_synthetic(on, runs_on="ubuntu-latest"))) == []
+    assert self_hosted_problems(load(_synthetic(on, runs_on="'${{ inputs.runner }}'")))
+
+
+@pytest.mark.parametrize(
+    ("guard", "expected"),
+    [
+        ("true", "does not require github.repository"),
+        (GUARD.replace("refs/heads/main", "refs/heads/dev"), "does not require github.ref"),
+        (GUARD + " || github.event_name == 'pull_request'", "'||' or '!'"),
+        ("!(" + GUARD + ")", "'||' or '!'"),
+        (GUARD.replace('"schedule"', '"pull_request"'), "the guard allows ['pull_request']"),
+        (GUARD.split(" && contains")[0], "does not list the events"),
+    ],
+)
+def test_the_checker_rejects_weak_guards(guard: str, expected: str):
+    problems = self_hosted_problems(load(_synthetic("[push]", guard=guard)))
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_publish_builds_on_a_gpu_with_cuda_required_and_deploys_with_pages_rights_only():
+    workflow = load((WORKFLOW_DIR / "publish.yml").read_text(encoding="utf-8"))
+    jobs = workflow["jobs"]
+    gpu = jobs["build-on-gpu"]
+    assert gpu["runs-on"] == ["self-hosted", "linux", "gpu"]
+    builds = [s for s in gpu["steps"] if "mkdocs build" in s.get("run", "")]
+    assert len(builds) == 1 and "--strict" in builds[0]["run"]
+    assert builds[0].get("env", {}).get("GPULESSON_REQUIRE_DEVICE") == "cuda"
+    deploy = jobs["deploy"]
+    assert deploy["needs"] == "build-on-gpu"
+    assert not is_self_hosted(deploy["runs-on"])
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert triggers(workflow) == {"push", "schedule", "workflow_dispatch"}
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"\*\*Run the full test suite\*\*.*?```bash\n(.+?)\n```", readme, re.S)
+    assert match, "README.md lost its 'Run the full test suite' command"
+    ci = load((WORKFLOW_DIR / "ci.yml").read_text(encoding="utf-8"))
+    runs = [step.get("run", "").strip() for _, step in _steps(ci)]
+    assert match.group(1).strip() in runs
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_action_is_pinned_to_a_commit_with_its_version(path: Path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    uses = [line for line in lines if _USES_LINE.match(line)]
+    unpinned = [line.strip() for line in uses if not _PINNED_USES.match(line)]
+    assert not unpinned, f"{path.name}: pin to owner/repo@<40-hex sha> # vX.Y.Z:\n" + "\n".join(
+        unpinned
+    )
+    in_yaml = [step["uses"] for _, step in _steps(load("\n".join(lines))) if "uses" in step]
+    assert len(in_yaml) == len(uses), f"{path.name}: a `uses:` this check cannot see"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_permissions_start_empty_and_each_job_asks_for_its_own(path: Path):
+    workflow = load(path.read_text(encoding="utf-8"))
+    top = workflow.get("permissions")
+    assert top == {} or (isinstance(top, dict) and set(top.values()) <= {"read", "none"}), (
+        f"{path.name}: top-level permissions must be {{}} or read-only, not {top!r}"
+    )
+    for name, job in workflow["jobs"].items():
+        assert isinstance(job.get("permissions"), dict), f"{path.name}: job {name!r}"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_jobs_have_timeouts_checkouts_keep_no_credentials_and_runs_have_no_expressions(
+    path: Path,
+):
+    workflow = load(path.read_text(encoding="utf-8"))
+    assert "concurrency" in workflow, f"{path.name}: no concurrency group"
+    for name, job in workflow["jobs"].items():
+        assert isinstance(job.get("timeout-minutes"), int), f"{path.name}: job {name!r}"
+    for name, step in _steps(workflow):
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert step.get("with", {}).get("persist-credentials") is False, (path.name, name)
+        assert "${{" not in step.get("run", ""), f"{path.name}: job {name!r}: pass it via env:"
+
+
+def _zizmor() -> str | None:
+    found = shutil.which("zizmor")
+    beside_python = Path(sys.executable).parent / "zizmor"
+    return found or (str(beside_python) if beside_python.exists() else None)
+
+
+def test_zizmor_offline_finds_nothing():
+    zizmor = _zizmor()
+    if zizmor is None:
+        pytest.skip("zizmor is not installed; pip install -e '.[dev]' brings it")
+    result = subprocess.run(
+        [zizmor, "--offline", "--format", "json", str(WORKFLOW_DIR)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    findings = json.loads(result.stdout or "[]")
+    described = [f"{f['ident']}: {f['desc']}" for f in findings]
+    assert result.returncode == 0 and not findings, "\n".join(described) or result.stderr
