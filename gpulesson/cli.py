@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gpulesson import __version__, cli_probe
+from gpulesson import __version__, cli_bench, cli_diagnose, cli_probe
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
     cli_probe.register(commands)
+    cli_bench.register(commands)
+    cli_diagnose.register(commands)
     return parser
 
 
