@@ -1,0 +1,1 @@
+"""Benchmark scripts, run by hand: python -m tests.benchmarks.<name>."""
