@@ -1,0 +1,460 @@
+/* Interactive labs, quizzes and flashcards for the GPU course.
+ *
+ * Plain JavaScript, no dependencies, served from the site. Every number the
+ * labs use comes from JSON written at build time by gpulesson/site_labs.py
+ * (assets/labs/*.json); the planner's formula is the one in gpulesson.budget.
+ * Each lab fills a container <div class="gl-lab" data-lab="NAME">; without
+ * JavaScript the page still shows the static table printed next to it.
+ */
+(function () {
+  "use strict";
+
+  var cache = {};
+
+  function baseUrl() {
+    var cfg = document.getElementById("__config");
+    var base = ".";
+    if (cfg) {
+      try { base = JSON.parse(cfg.textContent).base || "."; } catch (e) { base = "."; }
+    }
+    return base.replace(/\/$/, "");
+  }
+
+  function load(name) {
+    if (!cache[name]) {
+      cache[name] = fetch(baseUrl() + "/assets/labs/" + name + ".json").then(function (r) {
+        if (!r.ok) { throw new Error("could not load " + name + ".json: HTTP " + r.status); }
+        return r.json();
+      });
+    }
+    return cache[name];
+  }
+
+  var uid = 0;
+  function nextId(prefix) { uid += 1; return "gl-" + prefix + "-" + uid; }
+
+  /* el("div", {class: "x", text: "..."}, [children]) */
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      var value = attrs[key];
+      if (value === null || value === undefined || value === false) { return; }
+      if (key === "text") { node.textContent = value; }
+      else if (key === "on") {
+        Object.keys(value).forEach(function (ev) { node.addEventListener(ev, value[ev]); });
+      } else { node.setAttribute(key, value === true ? "" : value); }
+    });
+    (children || []).forEach(function (c) {
+      if (c !== null && c !== undefined) {
+        node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+      }
+    });
+    return node;
+  }
+
+  function field(label, input, hint) {
+    var id = input.id || nextId("in");
+    input.id = id;
+    return el("div", { class: "gl-field" }, [
+      el("label", { for: id, text: label }), input,
+      hint ? el("span", { class: "gl-hint", text: hint }) : null
+    ]);
+  }
+
+  function numberInput(value, attrs) {
+    var a = Object.assign({ type: "number", value: String(value), inputmode: "decimal" }, attrs || {});
+    return el("input", a);
+  }
+
+  function fmt(x, digits) {
+    return Number(x).toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+  }
+
+  function fmtTime(s) {
+    if (s >= 1) { return fmt(s, 2) + " s"; }
+    if (s >= 1e-3) { return fmt(s * 1e3, 2) + " ms"; }
+    return fmt(s * 1e6, 1) + " µs";
+  }
+
+  function out(name, text) { return el("output", { "data-out": name, text: text || "" }); }
+
+  function badge(text) { return el("p", { class: "gl-badge", text: text }); }
+
+  /* ---------------------------------------------------------------- race */
+
+  function raceLab(box, all) {
+    var d = all.race;
+    var slider = el("input", { type: "range", min: "6", max: "13", step: "0.25", value: "9",
+      "data-in": "log2n" });
+    var nOut = out("n"); var flopsOut = out("flops");
+    var cpuOut = out("cpu"); var gpuOut = out("gpu");
+    var speedOut = out("speedup"); var winOut = out("winner");
+    var cpuBar = el("div", { class: "gl-bar gl-bar-cpu" });
+    var gpuBar = el("div", { class: "gl-bar gl-bar-gpu" });
+    var runBtn = el("button", { type: "button", class: "md-button", text: "Run the race" });
+    var n = 512;
+
+    function compute(size) {
+      var flops = 2 * Math.pow(size, 3);
+      return { flops: flops, cpu: flops / d.cpu_flop_per_s, gpu: d.launch_s + flops / d.gpu_flop_per_s };
+    }
+
+    function update() {
+      n = Math.round(Math.pow(2, Number(slider.value)));
+      var r = compute(n);
+      slider.setAttribute("aria-valuetext", "n = " + n);
+      nOut.textContent = fmt(n, 0) + " × " + fmt(n, 0);
+      flopsOut.textContent = r.flops.toExponential(2);
+      cpuOut.textContent = fmtTime(r.cpu);
+      gpuOut.textContent = fmtTime(r.gpu);
+      var s = r.cpu / r.gpu;
+      nOut.dataset.value = String(n);
+      cpuOut.dataset.value = String(r.cpu);
+      gpuOut.dataset.value = String(r.gpu);
+      speedOut.dataset.value = String(s);
+      speedOut.textContent = (s >= 10 ? fmt(s, 0) : s.toPrecision(2)) + "×";
+      winOut.textContent = s > 1 ? "GPU wins" : "CPU wins: launch overhead dominates";
+      var longest = Math.max(r.cpu, r.gpu);
+      cpuBar.style.width = (100 * r.cpu / longest) + "%";
+      gpuBar.style.width = (100 * r.gpu / longest) + "%";
+      cpuBar.classList.remove("gl-run"); gpuBar.classList.remove("gl-run");
+    }
+
+    function run() {
+      var r = compute(n);
+      var longest = Math.max(r.cpu, r.gpu);
+      [[cpuBar, r.cpu], [gpuBar, r.gpu]].forEach(function (pair) {
+        var bar = pair[0];
+        bar.classList.remove("gl-run");
+        void bar.offsetWidth;
+        bar.style.setProperty("--gl-run-s", (2 * pair[1] / longest) + "s");
+        bar.classList.add("gl-run");
+      });
+    }
+
+    slider.addEventListener("input", update);
+    runBtn.addEventListener("click", run);
+    box.appendChild(badge("Teaching simulation: " + d.cpu_cores + " CPU cores against " +
+      fmt(d.gpu_lanes, 0) + " GPU lanes, at " + fmt(d.cpu_flop_per_s / 1e9, 0) + " GFLOP/s and " +
+      fmt(d.gpu_flop_per_s / 1e12, 2) + " TFLOP/s with " + fmt(d.launch_s * 1e3, 0) +
+      " ms of launch overhead per GPU call. Not a measurement."));
+    box.appendChild(field("Matrix size (log₂ n)", slider));
+    box.appendChild(el("dl", { class: "gl-results" }, [
+      el("dt", { text: "matrix" }), el("dd", {}, [nOut]),
+      el("dt", { text: "FLOPs (2n³)" }), el("dd", {}, [flopsOut]),
+      el("dt", { text: "CPU" }), el("dd", {}, [cpuOut]),
+      el("dt", { text: "GPU" }), el("dd", {}, [gpuOut]),
+      el("dt", { text: "speedup" }), el("dd", {}, [speedOut])
+    ]));
+    box.appendChild(el("div", { class: "gl-track", "aria-hidden": "true" }, [
+      el("span", { text: "CPU" }), el("div", { class: "gl-lane" }, [cpuBar]),
+      el("span", { text: "GPU" }), el("div", { class: "gl-lane" }, [gpuBar])
+    ]));
+    box.appendChild(el("p", { class: "gl-verdict", "aria-live": "polite" }, [winOut]));
+    box.appendChild(runBtn);
+    update();
+  }
+
+  /* ---------------------------------------------------------------- cost */
+
+  function costLab(box, all) {
+    var d = all.cost;
+    var select = el("select", { "data-in": "card" }, d.rates.map(function (r, i) {
+      return el("option", { value: String(i), text: r.card_class + " · " + r.vram_gb + " GB" });
+    }));
+    var hours = numberInput(3, { min: "0.1", step: "0.5", "data-in": "hours" });
+    var runs = numberInput(10, { min: "1", step: "1", "data-in": "runs" });
+    var onRate = numberInput(0, { min: "0", step: "0.05", "data-in": "on-rate" });
+    var spotRate = numberInput(0, { min: "0", step: "0.05", "data-in": "spot-rate" });
+    var onOut = out("on-demand"); var spotOut = out("spot"); var noteOut = out("note");
+
+    function pickCard() {
+      var r = d.rates[Number(select.value)];
+      onRate.value = r.on_demand_usd_per_h.toFixed(2);
+      spotRate.value = r.spot_usd_per_h.toFixed(2);
+      update();
+    }
+
+    function update() {
+      var h = Number(hours.value); var n = Number(runs.value);
+      var a = Number(onRate.value); var b = Number(spotRate.value);
+      if (!(h > 0) || !(n >= 1) || !(a >= 0) || !(b >= 0)) {
+        noteOut.textContent = "Enter positive hours, at least one run, and rates of 0 or more.";
+        onOut.textContent = "–"; spotOut.textContent = "–";
+        return;
+      }
+      var on = a * h * n; var spot = b * h * n;
+      onOut.textContent = "$" + on.toFixed(2);
+      spotOut.textContent = "$" + spot.toFixed(2);
+      onOut.dataset.value = String(on);
+      spotOut.dataset.value = String(spot);
+      noteOut.textContent = "Spot saves $" + (on - spot).toFixed(2) + " if no run is interrupted. " +
+        "Set a spending cap near $" + on.toFixed(0) + " before you start, and checkpoint every " +
+        "run on spot so a preemption costs minutes, not the run.";
+    }
+
+    [hours, runs, onRate, spotRate].forEach(function (i) { i.addEventListener("input", update); });
+    select.addEventListener("change", pickCard);
+    box.appendChild(badge("Example rates (" + d.source + "). Edit them to match a real quote."));
+    box.appendChild(el("div", { class: "gl-grid" }, [
+      field("Card class", select), field("Hours per run", hours), field("Number of runs", runs),
+      field("On-demand rate ($/h)", onRate), field("Spot rate ($/h)", spotRate)
+    ]));
+    box.appendChild(el("dl", { class: "gl-results" }, [
+      el("dt", { text: "on demand" }), el("dd", {}, [onOut]),
+      el("dt", { text: "spot" }), el("dd", {}, [spotOut])
+    ]));
+    box.appendChild(el("p", { class: "gl-verdict", "aria-live": "polite" }, [noteOut]));
+    pickCard();
+  }
+
+  /* ------------------------------------------------------------ dispatch */
+
+  function isError(text) {
+    var head = text.split(":")[0];
+    return /Error$/.test(head) || text.indexOf("command not found") >= 0;
+  }
+
+  function dispatchLab(box, all) {
+    var d = all.dispatch;
+    var machine = d.machines[0].key;
+    var step = 0;
+    var groupName = nextId("dispatch");
+    var group = el("fieldset", { class: "gl-radios" }, [el("legend", { text: "Machine" })]);
+    d.machines.forEach(function (m, i) {
+      var id = nextId("machine");
+      var radio = el("input", { type: "radio", name: groupName, id: id, value: m.key,
+        checked: i === 0, "data-in": "machine-" + m.key });
+      radio.addEventListener("change", function () { machine = m.key; render(); });
+      group.appendChild(el("div", {}, [radio, el("label", { for: id, text: m.label })]));
+    });
+    var listing = el("ol", { class: "gl-code" });
+    var items = d.lines.map(function (line) {
+      var li = el("li", {}, [el("code", { text: line.code })]);
+      listing.appendChild(li);
+      return li;
+    });
+    var result = el("div", { class: "gl-console", "aria-live": "polite", "data-out": "console" });
+    var prev = el("button", { type: "button", class: "md-button", text: "Previous line" });
+    var next = el("button", { type: "button", class: "md-button md-button--primary", text: "Run next line" });
+    var reset = el("button", { type: "button", class: "md-button", text: "Start over" });
+
+    function render() {
+      items.forEach(function (li, i) {
+        li.classList.toggle("gl-done", i < step);
+        if (i === step - 1) { li.setAttribute("aria-current", "step"); } else { li.removeAttribute("aria-current"); }
+      });
+      result.textContent = "";
+      for (var i = 0; i < step; i += 1) {
+        var text = d.lines[i][machine];
+        result.appendChild(el("div", { class: isError(text) ? "gl-err" : "gl-ok" }, [
+          el("span", { class: "gl-prompt", text: ">>> " + d.lines[i].code }), el("br"),
+          (isError(text) ? "✗ " : "") + text
+        ]));
+      }
+      if (step === 0) { result.textContent = "Press “Run next line” to execute line 1."; }
+      prev.disabled = step === 0;
+      next.disabled = step === d.lines.length;
+    }
+
+    prev.addEventListener("click", function () { step = Math.max(0, step - 1); render(); });
+    next.addEventListener("click", function () { step = Math.min(d.lines.length, step + 1); render(); });
+    reset.addEventListener("click", function () { step = 0; render(); });
+    box.appendChild(badge("Outputs are what each line prints on an example machine of each kind; " +
+      "error wording shifts a little between PyTorch versions."));
+    box.appendChild(group);
+    box.appendChild(listing);
+    box.appendChild(el("div", { class: "gl-buttons" }, [prev, next, reset]));
+    box.appendChild(result);
+    render();
+  }
+
+  /* -------------------------------------------------------------- timing */
+
+  function timingLab(box, all) {
+    var teaching = all.timing;
+    var measured = null;
+    try { measured = box.dataset.measured ? JSON.parse(box.dataset.measured) : null; } catch (e) { measured = null; }
+    var source = measured || teaching;
+    var sync = el("input", { type: "checkbox", "data-in": "sync" });
+    var syncId = nextId("sync"); sync.id = syncId;
+    var start = el("button", { type: "button", class: "md-button md-button--primary", text: "Time the matmul" });
+    var clockOut = out("stopwatch", "0.000 s"); var claimOut = out("claim"); var noteOut = out("note");
+    var hostBar = el("div", { class: "gl-bar gl-bar-cpu" });
+    var kernelBar = el("div", { class: "gl-bar gl-bar-gpu" });
+    var timer = null;
+
+    function reading() {
+      return sync.checked ? source.launch_s + source.kernel_s : source.launch_s;
+    }
+
+    function finish() {
+      var r = reading();
+      clockOut.textContent = r.toFixed(3) + " s";
+      clockOut.dataset.value = String(r);
+      var claim = source.cpu_s / r;
+      claimOut.dataset.value = String(claim);
+      claimOut.textContent = fmt(claim, 0) + "× faster than the CPU (" + fmt(source.cpu_s, 2) + " s)";
+      noteOut.textContent = sync.checked
+        ? "The clock waited for the kernel: this is the work, not the launch."
+        : "The clock stopped when the launch returned; the kernel was still running. " +
+          "Tick the box to wait for it.";
+    }
+
+    function run() {
+      if (timer) { clearInterval(timer); }
+      var total = source.launch_s + source.kernel_s;
+      var stopAt = reading();
+      hostBar.style.width = (100 * stopAt / total) + "%";
+      kernelBar.style.marginLeft = (100 * source.launch_s / total) + "%";
+      kernelBar.style.width = (100 * source.kernel_s / total) + "%";
+      var scale = 1500 / total; /* the animation runs 1.5 s for the whole kernel */
+      var t0 = performance.now();
+      timer = setInterval(function () {
+        var simulated = (performance.now() - t0) / scale;
+        if (simulated >= stopAt) { clearInterval(timer); timer = null; finish(); return; }
+        clockOut.textContent = simulated.toFixed(3) + " s";
+      }, 30);
+    }
+
+    sync.addEventListener("change", function () { claimOut.textContent = ""; noteOut.textContent = ""; clockOut.textContent = "0.000 s"; });
+    start.addEventListener("click", run);
+    box.appendChild(badge(measured
+      ? "Measured on this site's build GPU: " + (measured.label || "")
+      : "Teaching numbers from the source: CPU " + teaching.cpu_s + " s, kernel " + teaching.kernel_s +
+        " s, launch " + fmt(teaching.launch_s * 1e3, 0) + " ms. Not a measurement."));
+    box.appendChild(el("div", { class: "gl-field gl-check" }, [sync,
+      el("label", { for: syncId }, ["Call ", el("code", { text: "torch.cuda.synchronize()" }),
+        " before stopping the clock"])]));
+    box.appendChild(start);
+    box.appendChild(el("div", { class: "gl-track", "aria-hidden": "true" }, [
+      el("span", { text: "clock" }), el("div", { class: "gl-lane" }, [hostBar]),
+      el("span", { text: "kernel" }), el("div", { class: "gl-lane" }, [kernelBar])
+    ]));
+    box.appendChild(el("dl", { class: "gl-results" }, [
+      el("dt", { text: "stopwatch" }), el("dd", {}, [clockOut]),
+      el("dt", { text: "you would report" }), el("dd", {}, [claimOut])
+    ]));
+    box.appendChild(el("p", { class: "gl-verdict", "aria-live": "polite" }, [noteOut]));
+  }
+
+  /* ---------------------------------------------------------------- quiz */
+
+  function quiz(box, all) {
+    var questions = all[box.dataset.quiz];
+    if (!questions) { return; }
+    var answered = 0; var correct = 0;
+    var score = el("p", { class: "gl-score", "aria-live": "polite", "data-out": "score" });
+    function showScore() {
+      score.textContent = answered + " / " + questions.length + " answered · " + correct + " correct";
+    }
+    questions.forEach(function (q, qi) {
+      var legendId = nextId("q");
+      var fs = el("fieldset", { class: "gl-question" }, [
+        el("legend", { id: legendId }, [el("span", { class: "gl-qnum", text: String(qi + 1).padStart(2, "0") + " " }), q.prompt])
+      ]);
+      var done = false;
+      var buttons = q.options.map(function (o, oi) {
+        var why = el("span", { class: "gl-why", hidden: true, text: o.why });
+        var b = el("button", { type: "button", class: "gl-option", "data-option": String(oi) }, [
+          el("span", { class: "gl-option-text", text: String.fromCharCode(65 + oi) + ". " + o.text }), why
+        ]);
+        b.addEventListener("click", function () {
+          b.classList.add("gl-picked");
+          b.setAttribute("aria-pressed", "true");
+          if (!done) {
+            done = true; answered += 1;
+            if (o.correct) { correct += 1; }
+            showScore();
+          }
+          buttons.forEach(function (other, k) {
+            other.classList.toggle("gl-right", q.options[k].correct);
+            other.classList.toggle("gl-wrong", !q.options[k].correct);
+            other.querySelector(".gl-why").hidden = false;
+            var verdict = q.options[k].correct ? "Right: " : "Wrong: ";
+            other.querySelector(".gl-why").textContent = verdict + q.options[k].why;
+          });
+        });
+        return b;
+      });
+      buttons.forEach(function (b) { fs.appendChild(b); });
+      box.appendChild(fs);
+    });
+    box.appendChild(score);
+    showScore();
+    var stat = box.nextElementSibling;
+    if (stat && stat.classList.contains("gl-quiz-static")) { stat.hidden = true; }
+  }
+
+  /* ---------------------------------------------------------- flashcards */
+
+  function flashcards(box, terms) {
+    var grid = el("div", { class: "gl-cards" });
+    terms.forEach(function (t) {
+      var face = el("span", { class: "gl-face" });
+      var card = el("button", { type: "button", class: "gl-card", "aria-pressed": "false",
+        "data-term": t.name }, [face]);
+      function show() {
+        var flipped = card.getAttribute("aria-pressed") === "true";
+        face.textContent = "";
+        face.appendChild(el("strong", { text: t.name }));
+        face.appendChild(el("span", { class: "gl-card-kind", text: flipped ? "what it really means" : "the lazy version" }));
+        face.appendChild(el("span", { class: "gl-card-body", text: flipped ? t.expansion + ". " + t.meaning : "“" + t.lazy + "”" }));
+      }
+      card.addEventListener("click", function () {
+        card.setAttribute("aria-pressed", card.getAttribute("aria-pressed") === "true" ? "false" : "true");
+        card.classList.remove("gl-flip"); void card.offsetWidth; card.classList.add("gl-flip");
+        show();
+      });
+      show();
+      grid.appendChild(card);
+    });
+    box.appendChild(grid);
+    var stat = box.nextElementSibling;
+    if (stat && stat.classList.contains("gl-cards-static")) { stat.hidden = true; }
+  }
+
+  /* ------------------------------------------------------------- planner */
+
+  function planner(box, data) {
+    if (window.glPlanner) { window.glPlanner(box, data, { el: el, field: field, out: out, badge: badge, fmt: fmt, nextId: nextId }); }
+  }
+
+  var LABS = { race: raceLab, cost: costLab, dispatch: dispatchLab, timing: timingLab };
+
+  function fail(box, err) {
+    box.appendChild(el("p", { class: "gl-error", text: "This lab could not start (" + err.message +
+      "). The table below has the same numbers." }));
+  }
+
+  function start() {
+    /* mkdocs-material's search dialog has no accessible name; give it one. */
+    var search = document.querySelector(".md-search[role='dialog']") || document.querySelector(".md-search");
+    if (search && !search.getAttribute("aria-label")) { search.setAttribute("aria-label", "Search"); }
+    document.querySelectorAll(".gl-lab[data-lab]").forEach(function (box) {
+      if (box.dataset.ready) { return; }
+      box.dataset.ready = "1";
+      var name = box.dataset.lab;
+      if (name === "planner") {
+        load("planner").then(function (d) { planner(box, d); box.dataset.ready = "2"; })
+          .catch(function (e) { fail(box, e); });
+        return;
+      }
+      if (!LABS[name]) { return; }
+      load("labs").then(function (d) { LABS[name](box, d); box.dataset.ready = "2"; })
+        .catch(function (e) { fail(box, e); });
+    });
+    document.querySelectorAll(".gl-quiz[data-quiz]").forEach(function (box) {
+      load("quizzes").then(function (d) { quiz(box, d); box.dataset.ready = "2"; })
+        .catch(function (e) { fail(box, e); });
+    });
+    document.querySelectorAll(".gl-flashcards").forEach(function (box) {
+      load("glossary").then(function (d) { flashcards(box, d); box.dataset.ready = "2"; })
+        .catch(function (e) { fail(box, e); });
+    });
+  }
+
+  window.glLabs = { el: el, field: field, out: out, badge: badge, fmt: fmt, load: load };
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); }
+  else { start(); }
+})();

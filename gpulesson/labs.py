@@ -1,0 +1,389 @@
+"""Data and static tables for the interactive labs.
+
+Each lab has a compute function (the numbers), a ``*_markdown`` renderer (the
+table a reader sees without JavaScript) and an entry in :func:`labs_data` (the
+JSON the lab script in ``docs/javascripts/labs.js`` reads, so the script and the
+table share one set of inputs). The throughput race and the timing lab use the
+source lesson's teaching rates; the cost calculator uses its example rates.
+Nothing here is a measurement.
+
+>>> race(5000).gpu_s < race(5000).cpu_s
+True
+>>> race(64).gpu_s > race(64).cpu_s
+True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+# Teaching rates from the source lesson (seed 004): a laptop CPU at about
+# 50 GFLOP/s, a modest GPU at 1.25 TFLOP/s effective, and 5 ms of launch and
+# Python overhead per GPU call. Chosen so every figure can be checked by hand.
+TEACHING_CPU_FLOP_PER_S = 5e10
+TEACHING_GPU_FLOP_PER_S = 1.25e12
+TEACHING_LAUNCH_S = 5e-3
+# The lane counts behind the source's width estimate: 8 cores at 4 GHz against
+# 2,560 lanes at 1.6 GHz.
+TEACHING_CPU_CORES = 8
+TEACHING_GPU_LANES = 2560
+RACE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    """One matrix size in the simulated race: FLOPs and both simulated times."""
+
+    n: int
+    flops: float
+    cpu_s: float
+    gpu_s: float
+
+    @property
+    def speedup(self) -> float:
+        """CPU time over GPU time: above 1 the GPU wins."""
+        return self.cpu_s / self.gpu_s
+
+
+def race(
+    n: int,
+    cpu_flop_per_s: float = TEACHING_CPU_FLOP_PER_S,
+    gpu_flop_per_s: float = TEACHING_GPU_FLOP_PER_S,
+    launch_s: float = TEACHING_LAUNCH_S,
+) -> RaceResult:
+    """Simulate one n×n matmul (2n³ FLOPs) on the teaching CPU and GPU.
+
+    The GPU pays ``launch_s`` once per call, so it loses at small sizes.
+
+    >>> r = race(5000)
+    >>> round(r.cpu_s, 2), round(r.gpu_s, 3), round(r.speedup)
+    (5.0, 0.205, 24)
+    """
+    if n < 1:
+        raise ValueError(f"matrix size n={n} must be a positive integer, e.g. 1024")
+    flops = 2.0 * n**3
+    return RaceResult(n, flops, flops / cpu_flop_per_s, launch_s + flops / gpu_flop_per_s)
+
+
+def race_markdown(sizes: tuple[int, ...] = RACE_SIZES) -> str:
+    """The race over a range of sizes as a Markdown table (teaching simulation).
+
+    >>> print(race_markdown((64,)).splitlines()[2])
+    | 64 | 5.24e+05 | 0.01049 | 5.0004 | 0.0021 | CPU |
+    """
+    rows = [
+        "| n | FLOPs (2n³) | simulated CPU (ms) | simulated GPU (ms) | speedup (×) | winner |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
+    for n in sizes:
+        r = race(n)
+        winner = "GPU" if r.speedup > 1 else "CPU"
+        rows.append(
+            f"| {n} | {r.flops:.2e} | {r.cpu_s * 1e3:.4g} | {r.gpu_s * 1e3:.5g} | "
+            f"{r.speedup:.3g} | {winner} |"
+        )
+    return "\n".join(rows)
+
+
+# --- Timing-pitfall lab -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StopwatchReading:
+    """What a stopwatch around one GPU call reads, with or without the closing barrier."""
+
+    synchronized: bool
+    measured_s: float
+    cpu_s: float
+
+    @property
+    def claimed_speedup(self) -> float:
+        """The speedup a reader would report from this reading."""
+        return self.cpu_s / self.measured_s
+
+
+def stopwatch(
+    synchronized: bool,
+    cpu_s: float = 5.0,
+    kernel_s: float = 0.20,
+    launch_s: float = TEACHING_LAUNCH_S,
+) -> StopwatchReading:
+    """The reading for the source's teaching numbers: CPU 5.0 s, kernel 0.20 s, launch 5 ms.
+
+    Without synchronize the clock stops once the launch returns.
+
+    >>> round(stopwatch(False).claimed_speedup), round(stopwatch(True).claimed_speedup)
+    (1000, 24)
+    """
+    measured = launch_s + kernel_s if synchronized else launch_s
+    return StopwatchReading(synchronized, measured, cpu_s)
+
+
+def timing_markdown() -> str:
+    """Both stopwatch readings as a table (teaching numbers).
+
+    >>> print(timing_markdown().splitlines()[2])
+    | no | 0.005 | 1000× |
+    """
+    rows = [
+        "| closing `synchronize()` | stopwatch reads (s) | speedup a reader would claim |",
+        "|---|---:|---:|",
+    ]
+    for sync in (False, True):
+        r = stopwatch(sync)
+        rows.append(
+            f"| {'yes' if sync else 'no'} | {r.measured_s:.3g} | {r.claimed_speedup:.0f}× |"
+        )
+    return "\n".join(rows)
+
+
+# --- Cloud cost calculator ----------------------------------------------------
+
+RATES_SOURCE = (
+    "example rates from the source lesson (seed 004), copied into this course in "
+    "November 2026; real prices vary by provider, region and week"
+)
+
+
+@dataclass(frozen=True)
+class CardRate:
+    """An example hourly rate for one card class, in US dollars."""
+
+    card_class: str
+    vram_gb: int
+    on_demand_usd_per_h: float
+    spot_usd_per_h: float
+
+
+EXAMPLE_RATES: tuple[CardRate, ...] = (
+    CardRate("T4-class", 16, 0.30, 0.15),
+    CardRate("A10 / L4-class", 24, 0.60, 0.30),
+    CardRate("A100 80 GB-class", 80, 1.60, 0.80),
+)
+
+
+def run_cost_usd(rate_usd_per_h: float, hours_per_run: float, runs: int) -> float:
+    """Rate × hours × runs, with checks on the inputs.
+
+    >>> run_cost_usd(0.60, 3, 10)
+    18.0
+    >>> run_cost_usd(0.60, -1, 10)
+    Traceback (most recent call last):
+    ...
+    ValueError: hours_per_run=-1 must be positive: enter the length of one run, e.g. 3
+    """
+    if rate_usd_per_h < 0:
+        raise ValueError(f"rate {rate_usd_per_h} $/h must not be negative")
+    if hours_per_run <= 0:
+        raise ValueError(
+            f"hours_per_run={hours_per_run} must be positive: enter the length of one run, e.g. 3"
+        )
+    if runs < 1:
+        raise ValueError(f"runs={runs} must be at least 1")
+    return round(rate_usd_per_h * hours_per_run * runs, 6)
+
+
+def cost_markdown(hours_per_run: float = 3, runs: int = 10) -> str:
+    """The example rates and a sweep's cost on each card, on demand and on spot.
+
+    >>> print(cost_markdown().splitlines()[2])
+    | T4-class | 16 | 0.30 | 0.15 | 9.00 | 4.50 |
+    """
+    rows = [
+        f"| card class (example) | memory (GB) | on-demand ($/h) | spot ($/h) "
+        f"| {runs} runs × {hours_per_run:g} h on demand ($) | same on spot ($) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for c in EXAMPLE_RATES:
+        on = run_cost_usd(c.on_demand_usd_per_h, hours_per_run, runs)
+        spot = run_cost_usd(c.spot_usd_per_h, hours_per_run, runs)
+        rows.append(
+            f"| {c.card_class} | {c.vram_gb} | {c.on_demand_usd_per_h:.2f} | "
+            f"{c.spot_usd_per_h:.2f} | {on:.2f} | {spot:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One way to get a GPU: what it costs, needs, suits, and what to watch."""
+
+    route: str
+    cost: str
+    setup: str
+    best_for: str
+    watch_out: str
+
+
+def routes(rates: tuple[CardRate, ...] = EXAMPLE_RATES) -> tuple[Route, ...]:
+    """The four routes; the rented route's price range comes from the example rates.
+
+    >>> routes()[2].cost
+    '≈ $0.15–1.60/h (example rates)'
+    """
+    low = min(c.spot_usd_per_h for c in rates)
+    high = max(c.on_demand_usd_per_h for c in rates)
+    return (
+        Route(
+            "Local NVIDIA card",
+            "$0/h once you own it (plus power)",
+            "Driver; a CUDA wheel of PyTorch",
+            "Regular use, large local data, fast edit-run loops",
+            "Capped by your card's memory; driver and wheel must agree",
+        ),
+        Route(
+            "Free hosted notebook",
+            "$0",
+            "None: pick a GPU runtime",
+            "Trying things today with no GPU at home; short experiments",
+            "Sessions end when idle or after hours; the GPU is not guaranteed; disk is wiped",
+        ),
+        Route(
+            "Rented cloud instance",
+            f"≈ ${low:.2f}–{high:.2f}/h (example rates)",
+            "SSH in, install, check",
+            "Long training runs, large models, cards you do not own",
+            "The meter runs while idle; spot can be taken back mid-run",
+        ),
+        Route(
+            "Apple Silicon (MPS)",
+            "$0/h once you own it",
+            "Nothing beyond PyTorch",
+            "Learning, small models, quiet local development",
+            "Not CUDA: ask for 'mps' by name; some operations fall back or fail; "
+            "memory is shared with the system",
+        ),
+    )
+
+
+def routes_markdown() -> str:
+    """The routes side by side as a Markdown table.
+
+    >>> print(routes_markdown().splitlines()[0])
+    | route | cost | setup | best for | watch out for |
+    """
+    rows = ["| route | cost | setup | best for | watch out for |", "|---|---|---|---|---|"]
+    for r in routes():
+        rows.append(f"| {r.route} | {r.cost} | {r.setup} | {r.best_for} | {r.watch_out} |")
+    return "\n".join(rows)
+
+
+# --- Device-dispatch simulator ------------------------------------------------
+
+MACHINES: tuple[tuple[str, str], ...] = (
+    ("nvidia", "NVIDIA workstation: Linux, an RTX 4090 (24 GiB), driver and a CUDA wheel"),
+    ("mac", "Apple Silicon Mac: macOS, a recent PyTorch (no CUDA in the wheel)"),
+    ("cpu", "CPU-only laptop: Linux, the CPU-only PyTorch wheel"),
+)
+
+_NO_CUDA = "AssertionError: Torch not compiled with CUDA enabled"
+
+
+@dataclass(frozen=True)
+class DispatchLine:
+    """One line of the script and what it prints (or raises) on each machine.
+
+    An outcome starting with an exception name followed by a colon is an error.
+    Outputs on the NVIDIA machine are example values for that card.
+    """
+
+    code: str
+    nvidia: str
+    mac: str
+    cpu: str
+
+
+DISPATCH_SCRIPT: tuple[DispatchLine, ...] = (
+    DispatchLine(
+        "!nvidia-smi",
+        "a table: driver version, CUDA Version 12.4, NVIDIA GeForce RTX 4090, 24564MiB",
+        "zsh: command not found: nvidia-smi",
+        "bash: nvidia-smi: command not found",
+    ),
+    DispatchLine("print(torch.cuda.is_available())", "True", "False", "False"),
+    DispatchLine(
+        "print(torch.version.cuda, torch.cuda.get_device_name(0))",
+        "12.4 NVIDIA GeForce RTX 4090",
+        _NO_CUDA,
+        _NO_CUDA,
+    ),
+    DispatchLine("print(torch.backends.mps.is_available())", "False", "True", "False"),
+    DispatchLine(
+        "print(round(torch.cuda.get_device_properties(0).total_memory / 1e9, 1))",
+        "25.8",
+        _NO_CUDA,
+        _NO_CUDA,
+    ),
+    DispatchLine(
+        'print(torch.device("cuda" if torch.cuda.is_available() else "cpu"))',
+        "cuda",
+        "cpu",
+        "cpu",
+    ),
+    DispatchLine('t = torch.randn(3, 3).to("cuda"); print(t.device)', "cuda:0", _NO_CUDA, _NO_CUDA),
+    DispatchLine(
+        'torch.cuda.synchronize(); print("kernel finished")',
+        "kernel finished",
+        _NO_CUDA,
+        _NO_CUDA,
+    ),
+)
+
+
+def is_error(outcome: str) -> bool:
+    """True when an outcome is an error rather than printed output.
+
+    >>> is_error(_NO_CUDA), is_error("True")
+    (True, False)
+    """
+    head = outcome.split(":", 1)[0]
+    return head.endswith("Error") or "command not found" in outcome
+
+
+def dispatch_markdown() -> str:
+    """The whole script on the three machines as one table.
+
+    >>> print(dispatch_markdown().splitlines()[3])
+    | `print(torch.cuda.is_available())` | True | False | False |
+    """
+    rows = [
+        "| line | NVIDIA workstation | Apple Silicon Mac | CPU-only laptop |",
+        "|---|---|---|---|",
+    ]
+    for line in DISPATCH_SCRIPT:
+        cells = [
+            f"**{o}**" if is_error(o) else o.replace("|", "\\|")
+            for o in (line.nvidia, line.mac, line.cpu)
+        ]
+        rows.append(f"| `{line.code}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def labs_data() -> dict:
+    """Everything the lab script needs, for ``assets/labs/labs.json``.
+
+    >>> sorted(labs_data())
+    ['cost', 'dispatch', 'race', 'timing']
+    """
+    return {
+        "race": {
+            "cpu_flop_per_s": TEACHING_CPU_FLOP_PER_S,
+            "gpu_flop_per_s": TEACHING_GPU_FLOP_PER_S,
+            "launch_s": TEACHING_LAUNCH_S,
+            "cpu_cores": TEACHING_CPU_CORES,
+            "gpu_lanes": TEACHING_GPU_LANES,
+            "sizes": list(RACE_SIZES),
+        },
+        "timing": {"cpu_s": 5.0, "kernel_s": 0.20, "launch_s": TEACHING_LAUNCH_S},
+        "cost": {"source": RATES_SOURCE, "rates": [asdict(c) for c in EXAMPLE_RATES]},
+        "dispatch": {
+            "machines": [{"key": k, "label": label} for k, label in MACHINES],
+            "lines": [asdict(line) for line in DISPATCH_SCRIPT],
+        },
+    }
+
+
+def to_json() -> str:
+    """:func:`labs_data` as JSON text."""
+    return json.dumps(labs_data(), ensure_ascii=False)

@@ -1,0 +1,83 @@
+"""MkDocs hooks for the labs, quizzes, flashcards and glossary tooltips.
+
+Named in ``mkdocs.yml`` under ``hooks:`` after ``gpulesson/site_hooks.py``.
+
+- ``on_page_markdown`` appends a quiz section to each lesson that has one in
+  :mod:`gpulesson.quizzes` (an interactive container plus a static copy that
+  works without JavaScript), and appends the glossary's abbreviation lines to
+  every page so each term gets a tooltip wherever it appears.
+- ``on_post_build`` writes the JSON the lab script reads into
+  ``assets/labs/``: ``labs.json`` (labs), ``quizzes.json``, ``glossary.json``
+  and ``planner.json`` (from :func:`gpulesson.budget.planner_data`, so the
+  planner widget and the package share one formula).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gpulesson import glossary, labs, quizzes
+
+LABS_DIR = "assets/labs"
+QUIZ_HEADING = "## Check yourself"
+
+
+def quiz_section(stem: str) -> str:
+    """The quiz appended to a lesson: a container for the script, then the static quiz.
+
+    >>> section = quiz_section("timing")
+    >>> section.startswith(QUIZ_HEADING), 'data-quiz="timing"' in section
+    (True, True)
+    """
+    intro = (
+        "Answer before you look: pick an option to see why it is right or wrong. "
+        "The score counts first answers."
+    )
+    return (
+        f"{QUIZ_HEADING}\n\n{intro}\n\n"
+        f'<div class="gl-quiz" data-quiz="{stem}"></div>\n\n'
+        f'<div class="gl-quiz-static" markdown="block">\n\n{quizzes.to_markdown(stem)}\n</div>\n'
+    )
+
+
+def page_stem(src_uri: str) -> str | None:
+    """The lesson stem for a lesson page's source path, else None.
+
+    >>> page_stem("lessons/timing.md"), page_stem("index.md")
+    ('timing', None)
+    """
+    if src_uri.startswith("lessons/") and src_uri.endswith(".md"):
+        return src_uri[len("lessons/") : -len(".md")]
+    return None
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Append the lesson's quiz (if any) and the glossary tooltips."""
+    stem = page_stem(page.file.src_uri)
+    if stem in quizzes.QUIZZES:
+        markdown = markdown.rstrip() + "\n\n" + quiz_section(stem)
+    return markdown.rstrip() + "\n\n" + glossary.abbreviations_markdown()
+
+
+def planner_json() -> str | None:
+    """The planner's data from gpulesson.budget, or None while budget.py has no planner_data."""
+    try:
+        from gpulesson import budget
+    except ImportError:
+        return None
+    data = getattr(budget, "planner_data", None)
+    return json.dumps(data(), ensure_ascii=False) if data else None
+
+
+def on_post_build(config: Any) -> None:
+    """Write the labs' JSON into the site."""
+    out = Path(config["site_dir"], LABS_DIR)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "labs.json").write_text(labs.to_json(), encoding="utf-8")
+    (out / "quizzes.json").write_text(quizzes.to_json(), encoding="utf-8")
+    (out / "glossary.json").write_text(glossary.to_json(), encoding="utf-8")
+    planner = planner_json()
+    if planner is not None:
+        (out / "planner.json").write_text(planner, encoding="utf-8")

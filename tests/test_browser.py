@@ -1,0 +1,254 @@
+"""The built site in headless Chromium: pages, labs, quizzes, flashcards, accessibility.
+
+Skipped, with the reason, when no Chromium is found (CHROMIUM or /usr/bin/chromium) or
+Python Playwright is missing; .ci/run installs Chromium so these run in CI.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from gpulesson import labs
+
+CHROMIUM = os.environ.get("CHROMIUM") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
+)
+if not CHROMIUM or not Path(CHROMIUM).exists():
+    pytest.skip(
+        "no Chromium: set CHROMIUM or install /usr/bin/chromium (.ci/run does)",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip("playwright.sync_api", reason="Python Playwright is not installed")
+
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SERIOUS = ("serious", "critical")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url(built_site: Path) -> Iterator[str]:
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class _Watched:
+    """A page with its console errors, page errors and outside requests recorded."""
+
+    def __init__(self, browser: object, scheme: str = "light") -> None:
+        self.context = browser.new_context(color_scheme=scheme)  # type: ignore[attr-defined]
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", self._request)
+
+    def _request(self, request: object) -> None:
+        url = request.url  # type: ignore[attr-defined]
+        host = urlparse(url).hostname
+        if url.startswith(("data:", "blob:", "about:")):
+            return
+        if host != "127.0.0.1":
+            self.outside.append(url)
+
+    def open(self, url: str) -> object:
+        self.page.goto(url)
+        self.page.wait_for_load_state("networkidle")
+        self.page.wait_for_function(
+            "() => [...document.querySelectorAll("
+            "'.gl-lab[data-lab], .gl-quiz, .gl-flashcards')].every(b => b.dataset.ready === '2')"
+        )
+        return self.page
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def watched(browser: object) -> Iterator[_Watched]:
+    w = _Watched(browser)
+    yield w
+    w.close()
+
+
+def _pages(site: Path) -> list[str]:
+    return sorted(
+        str(p.parent.relative_to(site)).replace(".", "") + "/"
+        for p in site.rglob("index.html")
+        if "assets" not in p.parts
+    )
+
+
+def test_every_page_loads_cleanly_and_stays_local(built_site: Path, site_url: str, watched):
+    pages = _pages(built_site)
+    assert "lessons/where-to-run/" in pages
+    for path in pages:
+        watched.open(site_url + path.lstrip("/"))
+    assert watched.errors == []
+    assert watched.outside == []
+
+
+def _out(page: object, box: str, name: str) -> float:
+    return float(page.get_attribute(f'{box} [data-out="{name}"]', "data-value"))  # type: ignore[attr-defined]
+
+
+def test_throughput_race_matches_the_package(site_url: str, watched):
+    lesson = "lessons/why-gpus/"
+    if not _exists(site_url + lesson):
+        pytest.skip("the throughput race's lesson (why-gpus) is not in this build yet")
+    page = watched.open(site_url + lesson)
+    box = '.gl-lab[data-lab="race"]'
+    for log2n in ("6", "9", "12.25"):
+        page.fill(f'{box} input[type="range"]', log2n)
+        n = int(_out(page, box, "n"))
+        expected = labs.race(n)
+        assert _out(page, box, "cpu") == pytest.approx(expected.cpu_s)
+        assert _out(page, box, "gpu") == pytest.approx(expected.gpu_s)
+    page.fill(f'{box} input[type="range"]', "6")
+    assert "CPU wins" in page.inner_text(f'{box} [data-out="winner"]')
+
+
+def _exists(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return True
+    except urllib.error.URLError:
+        return False
+
+
+def test_cost_calculator_responds_and_matches_the_package(site_url: str, watched):
+    page = watched.open(site_url + "lessons/where-to-run/")
+    box = '.gl-lab[data-lab="cost"]'
+    page.select_option(f"{box} select", "2")
+    page.fill(f'{box} [data-in="hours"]', "4")
+    page.fill(f'{box} [data-in="runs"]', "20")
+    rate = labs.EXAMPLE_RATES[2]
+    assert _out(page, box, "on-demand") == pytest.approx(
+        labs.run_cost_usd(rate.on_demand_usd_per_h, 4, 20)
+    )
+    assert _out(page, box, "spot") == pytest.approx(labs.run_cost_usd(rate.spot_usd_per_h, 4, 20))
+    page.fill(f'{box} [data-in="on-rate"]', "2.5")
+    assert _out(page, box, "on-demand") == pytest.approx(2.5 * 4 * 20)
+
+
+def test_dispatch_simulator_steps_through_each_machine(site_url: str, watched):
+    page = watched.open(site_url + "lessons/software-stack/")
+    box = '.gl-lab[data-lab="dispatch"]'
+    next_button = page.get_by_role("button", name="Run next line")
+    for machine, line in (("nvidia", "cuda:0"), ("mac", "Torch not compiled with CUDA")):
+        page.check(f'{box} [data-in="machine-{machine}"]')
+        page.get_by_role("button", name="Start over").click()
+        for _ in labs.DISPATCH_SCRIPT:
+            next_button.click()
+        console = page.inner_text(f'{box} [data-out="console"]')
+        assert line in console
+        assert console.count(">>>") == len(labs.DISPATCH_SCRIPT)
+    assert next_button.is_disabled()
+
+
+def test_timing_lab_shows_the_illusion_and_the_honest_number(site_url: str, watched):
+    lesson = "lessons/timing/"
+    if not _exists(site_url + lesson):
+        pytest.skip("the timing lesson is not in this build yet")
+    page = watched.open(site_url + lesson)
+    box = '.gl-lab[data-lab="timing"]'
+    if page.get_attribute(box, "data-measured"):
+        pytest.skip("this site was built on a GPU: the lab shows measured numbers")
+    for sync in (False, True):
+        page.set_checked(f'{box} [data-in="sync"]', sync)
+        page.get_by_role("button", name="Time the matmul").click()
+        page.wait_for_selector(f'{box} [data-out="claim"][data-value]', timeout=5000)
+        expected = labs.stopwatch(sync)
+        assert _out(page, box, "stopwatch") == pytest.approx(expected.measured_s)
+        assert _out(page, box, "claim") == pytest.approx(expected.claimed_speedup)
+        page.evaluate(
+            f"document.querySelector('{box} [data-out=\"claim\"]').removeAttribute('data-value')"
+        )
+
+
+def test_quiz_scores_and_explains_every_option(site_url: str, watched):
+    page = watched.open(site_url + "lessons/where-to-run/")
+    quiz = ".gl-quiz"
+    assert page.is_hidden(".gl-quiz-static")
+    first = page.locator(f"{quiz} .gl-question").first
+    first.locator(".gl-option").nth(1).click()  # the right answer to question 1
+    first.locator(".gl-option").nth(0).click()  # a second click does not count
+    score = page.inner_text(f'{quiz} [data-out="score"]')
+    assert score.startswith("1 / 3 answered · 1 correct")
+    whys = first.locator(".gl-why")
+    assert all(whys.nth(i).is_visible() for i in range(whys.count()))
+    second = page.locator(f"{quiz} .gl-question").nth(1)
+    second.locator(".gl-option").nth(0).click()  # wrong
+    assert page.inner_text(f'{quiz} [data-out="score"]').startswith("2 / 3 answered · 1 correct")
+
+
+def test_flashcards_flip_with_the_keyboard(site_url: str, watched):
+    page = watched.open(site_url + "flashcards/")
+    card = page.locator('.gl-card[data-term="MIG"]')
+    assert "Splits a GPU" in card.inner_text()
+    card.focus()
+    page.keyboard.press("Enter")
+    assert card.get_attribute("aria-pressed") == "true"
+    assert "fixed slice of SMs" in card.inner_text()
+    assert page.is_hidden(".gl-cards-static")
+
+
+def _axe_script() -> Path:
+    axe = pytest.importorskip("axe_playwright_python", reason="axe-playwright-python missing")
+    return Path(axe.__file__).parent / "axe.min.js"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_no_serious_accessibility_violations(built_site: Path, site_url: str, browser, scheme):
+    script = _axe_script()
+    w = _Watched(browser, scheme)
+    try:
+        found = []
+        for path in _pages(built_site):
+            page = w.open(site_url + path.lstrip("/"))
+            page.add_script_tag(path=str(script))
+            result = page.evaluate("async () => await axe.run(document)")
+            for v in result["violations"]:
+                if v["impact"] in SERIOUS:
+                    targets = [n["target"] for n in v["nodes"]][:3]
+                    found.append(f"{path}: {v['id']} ({v['impact']}) {targets}")
+        assert found == []
+    finally:
+        w.close()
