@@ -1283,3 +1283,57 @@ def precision_markdown(p: PrecisionTraffic) -> str:
     lines += ["", f"bf16 moves half the bytes and runs {p.speedup:.2f}x as fast here."]
     lines += _warnings([p.fp32, p.bf16])
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LinkBandwidth:
+    """Host-to-device copy rates beside the on-device copy rate (GPU builds only)."""
+
+    device: str
+    pageable: OpResult
+    pinned: OpResult | None
+    on_device: OpResult
+
+
+def measure_link(device: str, n: int = 4096) -> LinkBandwidth:
+    """Copy two n x n fp32 operands host-to-device (pageable, pinned) and on the device."""
+    if device == "cpu":
+        raise ValueError("a host-to-device link needs a GPU: use cuda or mps")
+    run = plan_for(device).min_run_time_s
+    pageable = measure_transfer(n, device, "fp32", False, run)
+    pinned = measure_transfer(n, device, "fp32", True, run) if device == "cuda" else None
+    on_device = measure_bandwidth(device, plan_for(device).stream_bytes, min_run_time_s=run)
+    return LinkBandwidth(device, pageable, pinned, on_device)
+
+
+# The source lesson's ranges, shown only as quoted ranges, never as this build's figures.
+SOURCE_PCIE_GB_PER_S = (10, 60)
+SOURCE_ON_DEVICE_TB_PER_S = (1, 3)
+
+
+def link_markdown(link: LinkBandwidth | None) -> str:
+    """The link table, or a plain statement that no GPU was present, with the source's ranges."""
+    quoted = (
+        f"The source lesson's ranges (quoted, not measured here): PCIe about "
+        f"{SOURCE_PCIE_GB_PER_S[0]}-{SOURCE_PCIE_GB_PER_S[1]} GB/s, on-device memory about "
+        f"{SOURCE_ON_DEVICE_TB_PER_S[0]}-{SOURCE_ON_DEVICE_TB_PER_S[1]} TB/s."
+    )
+    if link is None:
+        return (
+            f"Host-to-device copies: {NO_CUDA_TEXT}, so there is no PCIe link to measure; "
+            f"this build's on-device figure is the CPU's memory bandwidth above. {quoted}"
+        )
+    rows = [("host to device, pageable", link.pageable)]
+    if link.pinned is not None:
+        rows.append(("host to device, pinned", link.pinned))
+    rows.append((f"on {link.device}, device to device", link.on_device))
+    lines = ["| copy | bytes moved (MiB) | median (ms) | GB/s |", "|---|---:|---:|---:|"]
+    for label, op in rows:
+        lines.append(
+            f"| {label} | {op.bytes_moved / MIB:,.0f} | {_ms(op.median_s)} | "
+            f"{op.bytes_per_s / GB:,.1f} |"
+        )
+    ratio = link.on_device.bytes_per_s / (link.pinned or link.pageable).bytes_per_s
+    lines += ["", f"On-device copies run {ratio:.0f}x faster than the host link here. {quoted}"]
+    lines += _warnings([op for _, op in rows])
+    return "\n".join(lines)
