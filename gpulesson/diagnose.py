@@ -1215,3 +1215,64 @@ EXAMPLES: dict[str, str] = {
     ),
     "cpu_only_wheel": "AssertionError: Torch not compiled with CUDA enabled",
 }
+
+
+def ladder_budget_rows() -> list[tuple[str, str, int, int | None]]:
+    """Each rung applied alone to one example run, priced by ``gpulesson.budget``.
+
+    The example run: GPT-2 small (124M parameters), batch 16, sequence 1,024,
+    everything in fp32 with AdamW, one GPU. Returns (rung, change, peak bytes,
+    effective batch) rows; the first row is the run itself. Rung 1 is not a
+    row: releasing dead references frees memory the budget never counts.
+    """
+    from dataclasses import replace
+
+    from gpulesson import budget
+
+    shape = budget.TransformerShape(
+        vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=16
+    )
+    runs: list[tuple[str, str, dict[str, Any]]] = [
+        ("—", "the example run: fp32, AdamW, batch 16, sequence 1,024", {}),
+        (FIX_LADDER[1].name, "batch 16 → 8", {"shape": replace(shape, batch=8)}),
+        (FIX_LADDER[2].name, "sequence 1,024 → 512", {"shape": replace(shape, seq=512)}),
+        (
+            FIX_LADDER[3].name,
+            "batch 8, two micro-steps per update",
+            {"shape": replace(shape, batch=8), "accumulation_steps": 2},
+        ),
+        (FIX_LADDER[4].name, "bf16 compute, fp32 master weights", {"preset": "mixed-fp32-master"}),
+        (FIX_LADDER[5].name, "full checkpointing of every block", {"checkpointing": "full"}),
+        (
+            FIX_LADDER[6].name,
+            "LoRA rank 8 on attention, bf16 base",
+            {"preset": "lora", "lora_rank": 8},
+        ),
+        (FIX_LADDER[7].name, "QLoRA: 4-bit base, LoRA rank 8", {"preset": "qlora", "lora_rank": 8}),
+        (FIX_LADDER[8].name, "4 GPUs, ZeRO stage 3 (FSDP full sharding)", {"gpus": 4, "zero": 3}),
+    ]
+    rows = []
+    for name, change, overrides in runs:
+        kwargs: dict[str, Any] = {"preset": "fp32", "shape": shape, **overrides}
+        result = budget.estimate(**kwargs)
+        rows.append((name, change, result.total_bytes, result.effective_batch))
+    return rows
+
+
+def ladder_budget_markdown() -> str:
+    """The rungs' effect on one example run's peak memory, as a table in decimal GB."""
+    from gpulesson.units import format_gb
+
+    rows = ladder_budget_rows()
+    base = rows[0][2]
+    lines = [
+        "| rung | change to the example run | peak per GPU (GB) | vs the run | effective batch |",
+        "|---|---|---|---|---|",
+    ]
+    for name, change, peak, effective in rows:
+        delta = "—" if peak == base and name == "—" else f"{(peak - base) / base:+.0%}"
+        lines.append(
+            f"| {name} | {change} | {format_gb(peak).removesuffix(' GB')} | {delta} | "
+            f"{effective if effective is not None else '—'} |"
+        )
+    return "\n".join(lines)
