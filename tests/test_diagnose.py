@@ -414,3 +414,14 @@ def test_cli_bad_input_is_one_line_and_exit_2(args, stdin, needle):
     assert result.returncode == 2
     err = result.stderr.decode()
     assert err.count("\n") == 1 and needle in err
+
+
+def test_the_ladder_is_priced_by_the_budget_module():
+    rows = dg.ladder_budget_rows()
+    assert [name for name, *_ in rows[1:]] == [r.name for r in dg.FIX_LADDER[1:]]
+    base = rows[0][2]
+    by_name = {name: (peak, effective) for name, _, peak, effective in rows}
+    assert by_name["Smaller batch"][0] < base and by_name["Smaller batch"][1] == 8
+    assert by_name["Gradient accumulation"][1] == 16  # the effective batch is restored
+    assert by_name["Gradient accumulation"][0] < base
+    assert "| Smaller batch | batch 16 → 8 |" in dg.ladder_budget_markdown()
