@@ -1,0 +1,247 @@
+"""How long contributors wait for the site: cold build, rebuilds, and live preview.
+
+Works on a temporary copy of the repository (the real tree is never touched) and
+prints, each timed as the contributor would see it (a new process per build):
+
+* a cold strict build with an empty cache of executed results,
+* a strict rebuild after a prose-only edit (every block should come from the cache),
+* a strict rebuild after an edit to gpulesson (every block should run again),
+* inside ``mkdocs serve``: the time from a prose edit to the finished rebuild, and
+  whether an edit to a renderer in gpulesson shows on the served page without a restart,
+* the slowest pages of the cold build.
+
+Targets: cold build under 60 s; prose-only rebuild at most a quarter of the cold
+build, and under 3 s inside ``mkdocs serve``. Run from the repository root:
+
+    python -m tests.benchmarks.bench_build [--keep] [--no-serve]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+IGNORED = (".git", ".venv", "site", ".cache", "__pycache__", ".pytest_cache", ".ruff_cache")
+COLD_LIMIT_S = 60.0
+PROSE_SHARE = 0.25
+SERVE_PROSE_LIMIT_S = 3.0
+PROBE_PAGE = "lessons/software-stack.md"  # its block renders gpulesson.probe.to_markdown
+
+
+@dataclass(frozen=True)
+class BuildTiming:
+    """One timed build: wall seconds and what its executed blocks did."""
+
+    wall_s: float
+    ran: int
+    cached: int
+    pages: list[dict]
+
+
+def copy_repo(target: Path) -> Path:
+    """Copy the working tree (not .git, the venv or caches) to ``target``/repo."""
+    repo = target / "repo"
+    shutil.copytree(
+        REPO, repo, ignore=shutil.ignore_patterns(*IGNORED, "*.egg-info", "node_modules")
+    )
+    return repo
+
+
+def environment(repo: Path) -> dict[str, str]:
+    """The environment of a contributor's preview, importing gpulesson from the copy."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CI", "GPULESSON_FRESH", "GPULESSON_REQUIRE_DEVICE", "GPULESSON_CACHE_DIR")
+    }
+    env["PYTHONPATH"] = str(repo)
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    return env
+
+
+def build(repo: Path, site: Path) -> BuildTiming:
+    """Run one strict ``mkdocs build`` in a new process and time it."""
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        cwd=repo,
+        env=environment(repo),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    wall_s = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.exit(f"strict build failed in {repo}:\n{result.stderr[-3000:]}")
+    data = json.loads((site / "exec-timings.json").read_text())
+    pages = data["pages"]
+    return BuildTiming(wall_s, sum(p["ran"] for p in pages), sum(p["cached"] for p in pages), pages)
+
+
+def append(path: Path, text: str) -> None:
+    """Append ``text`` to a file, as an editor would save it."""
+    path.write_text(path.read_text() + text)
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """``mkdocs serve`` on the copy, with its log lines timestamped."""
+
+    def __init__(self, repo: Path) -> None:
+        self.port = free_port()
+        self.lines: list[tuple[float, str]] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{self.port}"],
+            cwd=repo,
+            env=environment(repo),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append((time.perf_counter(), line.rstrip()))
+
+    def wait_for(self, pattern: str, after: float, timeout_s: float = 300.0) -> float:
+        """The time of the first log line matching ``pattern`` logged after ``after``."""
+        deadline = time.perf_counter() + timeout_s
+        while time.perf_counter() < deadline:
+            for stamp, line in list(self.lines):
+                if stamp > after and re.search(pattern, line):
+                    return stamp
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        log = "\n".join(line for _, line in self.lines[-30:])
+        raise RuntimeError(f"mkdocs serve never logged {pattern!r}; last lines:\n{log}")
+
+    def fetch(self, url: str) -> str:
+        """The page served at ``url``."""
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.read().decode()
+
+    def stop(self) -> None:
+        """Stop the server this object started."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def serve_checks(repo: Path) -> tuple[float, float, bool]:
+    """Prose-edit rebuild time, renderer-edit rebuild time, and whether the edit showed."""
+    server = Server(repo)
+    try:
+        serving = server.wait_for(r"Serving on", after=0.0)
+        base_url = next(
+            line.split("Serving on", 1)[1].strip()
+            for stamp, line in server.lines
+            if stamp == serving
+        )
+        time.sleep(1.0)  # let the watcher settle before editing
+        before = time.perf_counter()
+        append(repo / "docs" / "index.md", "\n\nA sentence added while serving.\n")
+        prose_s = server.wait_for(r"Documentation built in", after=before) - before
+        marker = f"BENCH-MARKER-{os.getpid()}"
+        probe = repo / "gpulesson" / "probe.py"
+        append(
+            probe,
+            "\n\n_bench_to_markdown = to_markdown\n\n\n"
+            "def to_markdown(report: ProbeReport) -> str:\n"
+            f'    return _bench_to_markdown(report) + "\\n\\n{marker}\\n"\n',
+        )
+        before = time.perf_counter()
+        renderer_s = server.wait_for(r"Documentation built in", after=before) - before
+        page = server.fetch(base_url.rstrip("/") + "/" + PROBE_PAGE.removesuffix(".md") + "/")
+        return prose_s, renderer_s, marker in page
+    finally:
+        server.stop()
+
+
+def verdict(ok: bool) -> str:
+    """PASS or FAIL."""
+    return "PASS" if ok else "FAIL"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
+    parser.add_argument("--no-serve", action="store_true", help="skip the mkdocs serve checks")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="gpulesson-bench-build-"))
+    try:
+        repo = copy_repo(tmp)
+        print(f"copy of the repository: {repo} ({os.cpu_count()} CPUs)")
+        cold = build(repo, tmp / "site-cold")
+        slowest = max(cold.pages, key=lambda p: p["exec_s"])["page"] if cold.pages else "index.md"
+        append(repo / "docs" / slowest, "\n\nA sentence added by the benchmark.\n")
+        prose = build(repo, tmp / "site-prose")
+        append(repo / "gpulesson" / "units.py", "\n# edited by the benchmark\n")
+        package = build(repo, tmp / "site-package")
+
+        share = prose.wall_s / cold.wall_s
+        print(
+            f"cold strict build (empty cache):   {cold.wall_s:6.1f} s  "
+            f"{cold.ran} blocks ran             target < {COLD_LIMIT_S:.0f} s: "
+            f"{verdict(cold.wall_s < COLD_LIMIT_S)}"
+        )
+        print(
+            f"rebuild after a prose-only edit:   {prose.wall_s:6.1f} s  "
+            f"{prose.ran} ran, {prose.cached} from cache  "
+            f"{share:.2f} of cold, target <= {PROSE_SHARE}: "
+            f"{verdict(share <= PROSE_SHARE and prose.ran == 0)}"
+        )
+        print(
+            f"rebuild after a gpulesson edit:    {package.wall_s:6.1f} s  "
+            f"{package.ran} ran, {package.cached} from cache  "
+            f"every block re-ran: {verdict(package.cached == 0 and package.ran == cold.ran)}"
+        )
+        if not args.no_serve:
+            prose_s, renderer_s, shown = serve_checks(repo)
+            print(
+                f"mkdocs serve, prose-only edit:     {prose_s:6.1f} s  edit to rebuilt site, "
+                f"target < {SERVE_PROSE_LIMIT_S:.0f} s: {verdict(prose_s < SERVE_PROSE_LIMIT_S)}"
+            )
+            print(
+                f"mkdocs serve, renderer edit:       {renderer_s:6.1f} s  "
+                f"new output on the served page without a restart: {verdict(shown)}"
+            )
+        print("slowest pages, cold build:")
+        print("  exec s  render s  blocks  page")
+        for page in sorted(cold.pages, key=lambda p: p["exec_s"], reverse=True)[:8]:
+            print(
+                f"  {page['exec_s']:6.2f}  {page['render_s']:8.2f}  {page['blocks']:6d}  "
+                f"{page['page']}"
+            )
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
