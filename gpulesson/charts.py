@@ -148,15 +148,15 @@ def _frame(
     return parts
 
 
-def _wrap(parts: list[str], title: str, caption: str) -> str:
+def _wrap(parts: list[str], title: str) -> str:
     """One line of HTML (no blank lines, so Markdown leaves it alone)."""
     svg = (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'role="img" aria-label="{html.escape(title)}" '
+        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{html.escape(title)}" '
         'style="max-width:100%;height:auto;font-family:inherit">'
         f"<title>{html.escape(title)}</title>" + "".join(parts) + "</svg>"
     )
-    return f'<figure class="gl-chart">{svg}<figcaption>{html.escape(caption)}</figcaption></figure>'
+    return f'<figure class="gl-chart">{svg}</figure>'
 
 
 def _range(values: Sequence[float], pad: float) -> tuple[float, float]:
@@ -171,7 +171,6 @@ def line_chart(
     x_label: str,
     y_label: str,
     title: str,
-    caption: str | None = None,
 ) -> str:
     """Lines with markers on log-log axes; x ticks at the data's x values.
 
@@ -203,7 +202,7 @@ def line_chart(
             f'y2="{legend_y - 4}" stroke-width="3" style="stroke:{stroke}"/>'
         )
         parts.append(_text(axes.left + 40, legend_y, s.label, anchor="start"))
-    return _wrap(parts, title, caption or title)
+    return _wrap(parts, title)
 
 
 def roofline_chart(
@@ -211,7 +210,6 @@ def roofline_chart(
     bandwidth_bytes_per_s: float,
     points: Sequence[Point],
     title: str,
-    caption: str | None = None,
 ) -> str:
     """A roofline (min of bandwidth x intensity and peak) with measured points.
 
@@ -254,10 +252,15 @@ def roofline_chart(
         'stroke-opacity="0.7"/>'
     )
     parts.append(
-        _text(axes.x(ridge) + 4, axes.bottom - 8, f"ridge {ridge:.3g} FLOP/byte", anchor="start")
+        _text(
+            axes.x(ridge) + 6,
+            axes.bottom - 8,
+            f"ridge {ridge:.3g} FLOP/byte",
+            anchor="start",
+        )
     )
     parts.append(
-        _text(axes.right - 4, axes.y(peak_g) - 6, f"peak {peak_g:,.0f} GFLOP/s", anchor="end")
+        _text(axes.x(ridge) + 6, axes.y(peak_g) - 8, f"peak {peak_g:,.0f} GFLOP/s", anchor="start")
     )
     mid_x = math.sqrt(start_x * ridge)
     parts.append(
@@ -278,4 +281,4 @@ def roofline_chart(
         anchor = "end" if px > (axes.left + axes.right) / 2 else "start"
         dx = -8 if anchor == "end" else 8
         parts.append(_text(px + dx, py + 16, p.label, anchor=anchor))
-    return _wrap(parts, title, caption or title)
+    return _wrap(parts, title)

@@ -35,7 +35,7 @@ def test_line_chart_is_one_line_of_well_formed_html():
     root = _parse(figure)
     assert root.tag == "figure" and root.get("class") == "gl-chart"
     assert root.find(f"{SVG_NS}svg") is not None
-    assert root.find("figcaption").text == "Throughput <by> size"  # escaped, then parsed
+    assert root.find(f"{SVG_NS}svg/{SVG_NS}title").text == "Throughput <by> size"  # escaped
 
 
 def test_colours_follow_the_theme():
