@@ -1,0 +1,245 @@
+"""The companion notebooks: up to date, verbatim snippets, torch only, and they run."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulesson import notebooks as nbgen
+from gpulesson import site_notebooks
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO / nbgen.NOTEBOOK_DIR).glob("*.ipynb"))
+LESSONS = nbgen.read_lessons(REPO)
+_MAGIC = re.compile(r"^(\s*)%.*$", re.MULTILINE)
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def test_every_lesson_has_a_notebook_and_none_is_stale():
+    stale = nbgen.stale_notebooks(REPO)
+    assert not stale, f"stale or missing notebooks {stale}: run `{nbgen.REGENERATE}`"
+    assert {p.stem for p in NOTEBOOKS} == {lesson.slug for lesson in LESSONS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_valid_nbformat_without_outputs(path: Path):
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.slug)
+def test_snippet_cells_are_the_files_verbatim(lesson: nbgen.Lesson):
+    written = {}
+    for cell in _cells(REPO / lesson.notebook_path):
+        first, _, body = _source(cell).partition("\n")
+        if first.startswith("%%writefile "):
+            written[first.split(" ", 1)[1]] = body
+    assert list(written) == list(lesson.snippets)
+    for name, body in written.items():
+        assert body == (REPO / "snippets" / name).read_text().rstrip("\n"), name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_code_needs_only_torch_and_the_standard_library(path: Path):
+    allowed = set(sys.stdlib_module_names) | {"torch"}
+    for cell in _cells(path):
+        if cell["cell_type"] != "code":
+            continue
+        code = _source(cell)
+        if code.startswith("%%writefile"):
+            code = code.partition("\n")[2]
+        tree = ast.parse(_MAGIC.sub(r"\1pass", code))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def test_first_code_cell_checks_the_runtime_and_says_how_to_attach_a_gpu():
+    for path in NOTEBOOKS:
+        code = [_source(c) for c in _cells(path) if c["cell_type"] == "code"]
+        assert code[0] == nbgen.RUNTIME_CHECK.rstrip("\n")
+        assert "Change runtime type" in code[0]
+
+
+def _execute(path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, **env: str):
+    import nbclient
+    import nbformat
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)  # the kernel process inherits it
+    notebook = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    client.execute()
+    return notebook
+
+
+def _text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_headless_on_cpu(path: Path, tmp_path: Path, monkeypatch):
+    notebook = _execute(path, tmp_path, monkeypatch, CUDA_VISIBLE_DEVICES="")
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    for cell in code:
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"{path.name}: {cell.source[:80]!r} raised {errors[0]['ename']}"
+    assert "No GPU attached" in _text(code[0]) or "MPS" in _text(code[0])
+    assert "Skipped on this runtime" in _text(code[1])
+    for cell in code:
+        if cell.source.startswith("%%writefile "):
+            name = cell.source.split("\n", 1)[0].split(" ", 1)[1]
+            assert (tmp_path / name).read_text() == (REPO / "snippets" / name).read_text()
+        elif "%run " in cell.source:
+            assert _text(cell).strip(), f"{path.name}: {cell.source!r} printed nothing"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_on_cuda(path: Path, tmp_path: Path, monkeypatch):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    notebook = _execute(path, tmp_path, monkeypatch)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert "CUDA GPU attached" in _text(code[0])
+    assert "Skipped on this runtime" not in _text(code[1])
+
+
+# --- the generator, on small inputs --------------------------------------------------------
+
+LINKS = nbgen.RepoLinks("owner", "repo", "main")
+
+
+def test_lesson_parts_are_read_from_the_page():
+    page = (
+        "---\ngpu_figures: true\n---\n\n# Timing\n\n```{.python notest}\n"
+        '--8<-- "b.py"\n```\n\n=== "CUDA"\n\n    ```{.python notest}\n    --8<-- "a.py"\n'
+        '    ```\n\n```{.python notest}\n--8<-- "b.py"\n```\n\n## Exercises\n\n1. Do it.\n'
+    )
+    lesson = nbgen.parse_lesson("timing", page)
+    assert lesson.title == "Timing"
+    assert lesson.snippets == ("b.py", "a.py")
+    assert lesson.exercises == "1. Do it."
+    assert lesson.notebook_path == "docs/notebooks/timing.ipynb"
+
+
+def test_mkdocs_markdown_becomes_notebook_markdown():
+    text = (
+        '!!! warning "Careful"\n    Do not.\n\n=== "CPU"\n\n    On CPU.\n\n'
+        '```{.python notest}\nx = 1\n```\n\n```{.python notest}\n--8<-- "b.py"\n```\n\n'
+        "See [memory](../lessons/memory.md) and [x](https://e.org/a.md)."
+    )
+    out = nbgen.notebook_markdown(text, LINKS)
+    assert "> **Careful**\n>\n> Do not." in out
+    assert "**CPU**\n\nOn CPU." in out
+    assert "```python\nx = 1\n```" in out
+    assert "(The program `b.py`: see its cells above.)" in out
+    assert "(https://github.com/owner/repo/blob/main/docs/lessons/memory.md)" in out
+    assert "(https://e.org/a.md)" in out
+    assert "!!!" not in out and "===" not in out and "--8<--" not in out
+
+
+def test_cuda_only_snippet_skips_with_a_message_on_cpu():
+    cell = nbgen.run_cell("oom.py", nbgen.SnippetRun(("--gib", "2"), None))
+    assert "%run oom.py --gib 2" in cell
+    assert "Skipped on this runtime: oom.py needs a CUDA GPU" in cell
+
+
+def test_colab_url_points_at_the_notebook_in_the_repository():
+    config = nbgen.read_mkdocs_config(REPO)
+    links = nbgen.repo_links(config["repo_url"], config.get("edit_uri"))
+    for lesson in LESSONS:
+        url = links.colab_url(lesson.notebook_path)
+        prefix = f"https://colab.research.google.com/github/{links.owner}/{links.name}/blob/"
+        assert url.startswith(prefix)
+        branch, _, path = url[len(prefix) :].partition("/")
+        assert branch == links.branch
+        assert (REPO / path).is_file()
+        assert f"github.com/{links.owner}/{links.name}" in config["repo_url"]
+
+
+def test_stale_notebooks_are_found_and_rewritten(tmp_path: Path):
+    (tmp_path / "docs" / "lessons").mkdir(parents=True)
+    (tmp_path / "snippets").mkdir()
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    (tmp_path / "snippets" / "hello.py").write_text('"""Say hello."""\n\nprint("hello")\n')
+    lesson = tmp_path / "docs" / "lessons" / "hello.md"
+    lesson.write_text('# Hello\n\n```{.python notest}\n--8<-- "hello.py"\n```\n')
+    assert nbgen.stale_notebooks(tmp_path) == ["docs/notebooks/hello.ipynb"]
+    assert nbgen.write_notebooks(tmp_path) == ["docs/notebooks/hello.ipynb"]
+    assert nbgen.stale_notebooks(tmp_path) == []
+    (tmp_path / "snippets" / "hello.py").write_text('"""Say hello."""\n\nprint("hi")\n')
+    assert nbgen.stale_notebooks(tmp_path) == ["docs/notebooks/hello.ipynb"]
+    nbgen.write_notebooks(tmp_path)
+    lesson.unlink()
+    assert nbgen.stale_notebooks(tmp_path) == ["docs/notebooks/hello.ipynb"]
+    nbgen.write_notebooks(tmp_path)
+    assert not (tmp_path / "docs" / "notebooks" / "hello.ipynb").exists()
+
+
+def test_badge_goes_after_the_title_and_the_stamp():
+    page = '# T\n\n<div class="gl-stamp" markdown="0">s</div>\n\nLead.'
+    out = site_notebooks.insert_after_title(page, "BADGE")
+    assert out.index("gl-stamp") < out.index("BADGE") < out.index("Lead.")
+    assert site_notebooks.insert_after_title("# T\nLead.", "B") == "# T\n\nB\n\nLead."
+
+
+# --- the built site -----------------------------------------------------------------------
+
+
+def test_lessons_link_to_colab_and_to_their_rendered_downloadable_notebook(built_site: Path):
+    config = nbgen.read_mkdocs_config(REPO)
+    links = nbgen.repo_links(config["repo_url"], config.get("edit_uri"))
+    index = (built_site / "notebooks" / "index.html").read_text()
+    assert (built_site / "assets" / "colab-badge.svg").is_file()
+    for lesson in LESSONS:
+        colab = links.colab_url(lesson.notebook_path)
+        page = (built_site / "lessons" / lesson.slug / "index.html").read_text()
+        assert colab in page and 'src="../../assets/colab-badge.svg"' in page
+        assert f'href="../../notebooks/{lesson.slug}/{lesson.slug}.ipynb" download' in page
+        rendered = built_site / "notebooks" / lesson.slug / "index.html"
+        assert f"{lesson.title}: companion notebook" in rendered.read_text()
+        assert colab in rendered.read_text()
+        downloaded = built_site / "notebooks" / lesson.slug / f"{lesson.slug}.ipynb"
+        assert downloaded.read_text() == (REPO / lesson.notebook_path).read_text()
+        assert colab in index
+
+
+def test_notebook_pages_load_nothing_from_outside(built_site: Path):
+    for page in (built_site / "notebooks").rglob("*.html"):
+        text = page.read_text()
+        assert "cdnjs.cloudflare.com" not in text, page
+        assert '<script src="">' not in text, page
+        for src in re.findall(r'<img[^>]+src="([^"]+)"', text):
+            assert not src.startswith(("http:", "https:", "//")), (page, src)
