@@ -52,7 +52,10 @@ class SnippetRun:
 # Arguments per snippet; a snippet not listed runs with none, on every runtime.
 # CPU arguments are small so that a CPU runtime (and the test suite) finishes in seconds.
 SNIPPET_RUNS: dict[str, SnippetRun] = {
-    "sync_benchmark.py": SnippetRun(("--size", "5000", "--repeats", "5"), ("--size", "512")),
+    "sync_benchmark.py": SnippetRun((), ("--size", "512")),
+    "napkin_budget.py": SnippetRun(
+        ("--params", "7e9", "--recipe", "bf16"), ("--params", "7e9", "--recipe", "bf16")
+    ),
     # The cap keeps the search short on a big card and leaves the rest of it alone.
     "largest_batch.py": SnippetRun(("--limit-gib", "2"), ()),
     # Exhausting host or unified memory can freeze a machine: the snippet refuses without CUDA.
