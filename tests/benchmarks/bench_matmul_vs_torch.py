@@ -1,7 +1,7 @@
 """gpulesson.bench against torch.utils.benchmark on the same 2048 x 2048 fp32 matmul.
 
 Prints each tool's median rate (GFLOP/s) at the same shape and thread count, and
-their ratio; rounds alternate the two tools so that a busy machine slows both.
+their ratio; rounds alternate which tool goes first, so that a busy machine slows both.
 The ratio should be within 0.9-1.1. Run from the repository root:
 
     python -m tests.benchmarks.bench_matmul_vs_torch [--n 2048] [--rounds 3]
@@ -31,15 +31,20 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2048, help="matrix size (default 2048)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--min-run-time", type=float, default=1.0, help="seconds per tool")
+    parser.add_argument("--threads", type=int, default=None, help="default: torch's setting")
     args = parser.parse_args()
-    threads = torch.get_num_threads()
+    threads = args.threads or torch.get_num_threads()
     print(
         f"{args.n} x {args.n} fp32 matmul on the CPU, {threads} threads, torch {torch.__version__}"
     )
     ratios = []
     for round_index in range(1, args.rounds + 1):
-        ours = measure_matmul(args.n, "cpu", "fp32", threads, args.min_run_time).flop_per_s
-        theirs = torch_rate(args.n, threads, args.min_run_time)
+        if round_index % 2:  # alternate who goes first, so a drifting load hits both alike
+            ours = measure_matmul(args.n, "cpu", "fp32", threads, args.min_run_time).flop_per_s
+            theirs = torch_rate(args.n, threads, args.min_run_time)
+        else:
+            theirs = torch_rate(args.n, threads, args.min_run_time)
+            ours = measure_matmul(args.n, "cpu", "fp32", threads, args.min_run_time).flop_per_s
         ratios.append(ours / theirs)
         print(
             f"round {round_index}: gpulesson {ours / 1e9:.1f} GFLOP/s, "
