@@ -343,7 +343,7 @@ def cached_runner(
         elapsed_s = time.perf_counter() - start
         if cacheable and policy.write and store is not None:
             store.put(key, output, elapsed_s)
-        settings.recorder.block(id or "(no id)", "ran", elapsed_s)
+        settings.recorder.block(id or "(no id)", "ran" if cacheable else "uncacheable", elapsed_s)
         return output
 
     return run

@@ -8,10 +8,11 @@ The summary goes to the build log and, as ``exec-timings.json``, into the site.
 >>> recorder.begin_page("lessons/a.md")
 >>> recorder.block("probe", "ran", 1.5)
 >>> recorder.block("table", "cached", 0.001)
+>>> recorder.block("stamp", "uncacheable", 0.5)
 >>> recorder.end_page()
 >>> page = recorder.pages()[0]
->>> (page.page, page.blocks, page.ran, page.cached, page.exec_s)
-('lessons/a.md', 2, 1, 1, 1.501)
+>>> (page.page, page.blocks, page.ran, page.cached, page.uncacheable, page.exec_s)
+('lessons/a.md', 3, 2, 1, 1, 2.001)
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ TIMINGS_FILE = "exec-timings.json"
 
 @dataclass(frozen=True)
 class BlockTiming:
-    """One executed block: ran, came from the cache, or failed, and how long it took."""
+    """One executed block: what happened to it and how long it took."""
 
     block_id: str
-    status: str  # "ran", "cached" or "failed"
+    status: str  # "ran", "cached", "uncacheable" (cache="off", session, no id) or "failed"
     elapsed_s: float
 
 
@@ -38,8 +39,9 @@ class PageTiming:
 
     page: str
     blocks: int
-    ran: int
+    ran: int  # executed in this build, whatever the reason
     cached: int
+    uncacheable: int  # executed because they can never come from the cache
     exec_s: float  # time inside executed blocks (running them or reading the cache)
     render_s: float  # Markdown to HTML for the whole page, blocks included
     block_timings: tuple[BlockTiming, ...]
@@ -70,8 +72,9 @@ class Recorder:
                 PageTiming(
                     page=self._page,
                     blocks=len(blocks),
-                    ran=sum(b.status == "ran" for b in blocks),
+                    ran=sum(b.status != "cached" for b in blocks),
                     cached=sum(b.status == "cached" for b in blocks),
+                    uncacheable=sum(b.status == "uncacheable" for b in blocks),
                     exec_s=round(sum(b.elapsed_s for b in blocks), 6),
                     render_s=round(time.perf_counter() - self._started, 6),
                     block_timings=blocks,
@@ -97,7 +100,7 @@ def to_json(pages: list[PageTiming], cache_reason: str) -> str:
 def to_text(pages: list[PageTiming], cache_reason: str, limit: int = 10) -> str:
     """A log summary: totals, then the slowest pages.
 
-    >>> page = PageTiming("lessons/a.md", 2, 1, 1, 1.5, 1.7, ())
+    >>> page = PageTiming("lessons/a.md", 2, 1, 1, 0, 1.5, 1.7, ())
     >>> print(to_text([page], "cache on"))
     executed blocks: 2 on 1 page (1 ran, 1 from cache; cache on) in 1.50 s
       exec s  render s  blocks  ran  page

@@ -77,9 +77,14 @@ def cache(tmp_path: Path):
 
 
 def test_second_conversion_comes_from_the_cache_byte_identical(tmp_path, cache):
+    _store, configure = cache
+    settings = configure()
+    settings.recorder.begin_page("p.md")
     counter = tmp_path / "runs"
     fresh = _convert(_page(counter))
     cached = _convert(_page(counter))
+    settings.recorder.end_page()
+    assert [b.status for b in settings.recorder.pages()[0].block_timings] == ["ran", "cached"]
     assert _runs(counter) == 1
     assert cached == fresh
     assert "<table>" in fresh and 'id="counted-result"' in fresh
@@ -156,6 +161,9 @@ def test_fresh_builds_never_read_the_cache(tmp_path, cache, environ):
 
 
 def test_opted_out_and_session_blocks_always_run(tmp_path, cache):
+    _store, configure = cache
+    settings = configure()
+    settings.recorder.begin_page("p.md")
     counter = tmp_path / "runs"
     page = _page(counter)
     for variant in ('id="counted" cache="off"', 'id="counted" session="s"'):
@@ -164,6 +172,9 @@ def test_opted_out_and_session_blocks_always_run(tmp_path, cache):
         html = _convert(text)
         assert "<table>" in html
     assert _runs(counter) == 4
+    settings.recorder.end_page()
+    (timing,) = settings.recorder.pages()
+    assert (timing.blocks, timing.ran, timing.uncacheable, timing.cached) == (4, 4, 4, 0)
 
 
 def test_without_a_configured_build_blocks_run_uncached(tmp_path):
