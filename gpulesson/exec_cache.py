@@ -30,6 +30,7 @@ False
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -282,11 +283,22 @@ def settings() -> ExecSettings:
     return _settings
 
 
-def _markdown_exec_python() -> Any:
-    # markdown-exec's Python runner; private, so imported in one place.
-    from markdown_exec._internal.formatters import python
+@functools.cache
+def _markdown_exec_python() -> Any | None:
+    """markdown-exec's Python runner module (private API), or None if it moved."""
+    import importlib
+    import warnings
 
-    return python
+    for name in ("markdown_exec._internal.formatters.python", "markdown_exec.formatters.python"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                module = importlib.import_module(name)
+                if callable(getattr(module, "_run_python", None)):
+                    return module
+        except ImportError:
+            continue
+    return None
 
 
 def validator(
@@ -311,6 +323,8 @@ def cached_runner(
 ) -> Callable[..., str]:
     """A drop-in for markdown-exec's Python runner that reads and fills the cache."""
     python = _markdown_exec_python()
+    if python is None:
+        raise RuntimeError("markdown-exec's Python runner was not found; see formatter()")
 
     def run(
         code: str,
@@ -330,7 +344,9 @@ def cached_runner(
                 output = store.get(key)
                 if output is not None:
                     # keep markdown-exec's block counter as a fresh run would leave it
-                    python._code_block_id(id, session, extra.get("title"))
+                    count = getattr(python, "_code_block_id", None)
+                    if callable(count):
+                        count(id, session, extra.get("title"))
                     settings.recorder.block(id, "cached", time.perf_counter() - start)
                     return output
         try:
@@ -365,6 +381,8 @@ def formatter(
 
     options = dict(options)
     use_cache = options.pop("cache", True)
+    if _markdown_exec_python() is None:  # a markdown-exec without the runner we wrap
+        return markdown_exec.formatter(source, language, css_class, options, md, **kwargs)
     run = cached_runner(
         _settings, use_cache=use_cache, workdir=options.get("workdir"), width=options.get("width")
     )

@@ -397,3 +397,11 @@ def test_a_real_build_reuses_results_after_prose_edits_only(tmp_path):
     edited, _html = _build(_site(tmp_path, "Second wording."), cache_dir)
     assert _ran_cached(edited) == (1, 0)
     assert _runs(counter) == 3
+
+
+def test_without_markdown_exec_private_runner_blocks_still_run(tmp_path, cache, monkeypatch):
+    monkeypatch.setattr(exec_cache, "_markdown_exec_python", lambda: None)
+    counter = tmp_path / "runs"
+    assert "<table>" in _convert(_page(counter))
+    assert "<table>" in _convert(_page(counter))
+    assert _runs(counter) == 2
