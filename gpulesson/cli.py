@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from gpulesson import __version__, cli_bench, cli_diagnose, cli_probe
+from gpulesson import cli_budget
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_probe.register(commands)
     cli_bench.register(commands)
     cli_diagnose.register(commands)
+    cli_budget.register(commands)
     return parser
 
 

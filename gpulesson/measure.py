@@ -1,0 +1,494 @@
+"""Measure the memory of real training steps: on CUDA, or with fake tensors on any CPU.
+
+``measure`` builds a model, runs two training steps (forward, backward,
+optimizer step, ``zero_grad``) and reports the second, when the optimizer state
+already exists: the peak of each phase and what was alive at the overall peak,
+by category.
+
+* On CUDA the peak comes from ``torch.cuda.max_memory_allocated()`` (reset
+  before each phase), with ``memory_reserved()`` and ``mem_get_info()``.
+* Anywhere else it runs under ``FakeTensorMode`` with torch's ``MemTracker``:
+  tensors have shapes and dtypes but no storage, so a GPT-sized AdamW step
+  runs on a laptop CPU in seconds without allocating its memory.
+
+Pitfalls this module handles for you: it fakes CPU tensors, not the meta
+device (meta picks different attention kernels); it calls
+``reset_mod_stats()`` after the first step (the tracker refuses a second
+iteration otherwise); it builds the model in its target dtype (calling
+``.to(dtype)`` under fake mode gives wrong sizes); and it never fakes a CUDA
+device on a CPU-only torch, which can abort the process.
+
+Used by ``tests/benchmarks/bench_budget_accuracy.py`` and ``lessons/memory.md``.
+
+>>> from gpulesson.gpt2 import GPT2Config
+>>> m = measure_gpt2(GPT2Config(vocab_size=256, seq_len=32, hidden=64, heads=4, layers=2),
+...                  batch=2, mode="fake")
+>>> m.method, m.peak_phase
+('FakeTensorMode + MemTracker (CPU, nothing allocated)', 'backward')
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from gpulesson.gpt2 import GPT2, GPT2Config
+
+OPTIMIZERS = ("sgd", "sgd-momentum", "adamw")
+DTYPES: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+}
+CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "temporaries", "other")
+_TRACKER_CATEGORY = {
+    "Parameter": "parameters",
+    "Buffer": "other",
+    "Gradient": "gradients",
+    "Activation": "activations",
+    "Temp": "temporaries",
+    "Optstate": "optimizer state",
+    "Other": "other",
+}
+
+
+@dataclass(frozen=True)
+class MeasuredStep:
+    """The measured memory of one steady-state training step.
+
+    ``phase_peaks_bytes`` is the peak within each phase; ``at_peak_bytes`` is
+    what was alive at the overall peak, by category (on CUDA, also from the
+    tracker running on the real tensors). ``reserved_bytes``, ``free_bytes``
+    and ``device_total_bytes`` are ``None`` without CUDA.
+    """
+
+    method: str
+    device: str
+    peak_bytes: int
+    peak_phase: str
+    phase_peaks_bytes: dict[str, int]
+    at_peak_bytes: dict[str, int]
+    reserved_bytes: int | None
+    free_bytes: int | None
+    device_total_bytes: int | None
+
+
+def make_optimizer(name: str, params: Any, foreach: bool | None = None) -> torch.optim.Optimizer:
+    """The optimizer the budget calls ``name`` (``sgd``, ``sgd-momentum`` or ``adamw``)."""
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, foreach=foreach)
+    if name == "sgd-momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-3, foreach=foreach)
+    raise ValueError(f"unknown optimizer {name!r}: measure supports {', '.join(OPTIMIZERS)}")
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _reset_tracker_peak(tracker: Any) -> None:
+    # What MemTracker.__enter__ does: the peak starts again from the current snapshot.
+    snap = tracker.get_tracker_snapshot("current")
+    tracker._peak_mem_snap = snap
+    tracker._peak_mem = {dev: s["Total"] for dev, s in snap.items()}
+
+
+def _tracker_peak(tracker: Any) -> tuple[int, dict[str, int]]:
+    snap = tracker.get_tracker_snapshot("peak")
+    totals = {cat: 0 for cat in CATEGORIES}
+    total = 0
+    for dev_snap in snap.values():
+        for key, value in dev_snap.items():
+            name = getattr(key, "value", key)
+            if name == "Total":
+                total += value
+            else:
+                totals[_TRACKER_CATEGORY.get(name, "other")] += value
+    return total, totals
+
+
+def _steps(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    inputs: tuple[torch.Tensor, ...],
+    start_phase: Callable[[], None],
+    end_phase: Callable[[str], None],
+    after_first: Callable[[], None],
+) -> None:
+    for step in range(2):
+        start_phase()
+        loss = model(*inputs)
+        if step:
+            end_phase("forward")
+        start_phase()
+        loss.backward()
+        del loss
+        if step:
+            end_phase("backward")
+        start_phase()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step:
+            end_phase("optimizer step")
+        else:
+            after_first()
+
+
+def measure(
+    build_model: Callable[[], nn.Module],
+    make_inputs: Callable[[torch.device], tuple[torch.Tensor, ...]],
+    *,
+    optimizer: str = "adamw",
+    dtype: str = "fp32",
+    mode: str = "auto",
+    foreach: bool | None = None,
+) -> MeasuredStep:
+    """Run two training steps of ``build_model()`` and measure the second.
+
+    ``build_model()`` must return a module whose ``forward(*make_inputs(device))``
+    returns a scalar loss. ``mode`` is ``"cuda"``, ``"fake"`` (FakeTensorMode on
+    CPU) or ``"auto"`` (CUDA when available). The model is built in ``dtype``
+    (``fp32``, ``bf16``, ``fp16``), so gradients and optimizer state share it.
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(
+            f"unknown optimizer {optimizer!r}: measure supports {', '.join(OPTIMIZERS)}"
+        )
+    if mode == "auto":
+        mode = "cuda" if torch.cuda.is_available() else "fake"
+    if mode == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("mode='cuda' but torch sees no CUDA device: use mode='fake'")
+        return _measure_cuda(build_model, make_inputs, optimizer, DTYPES[dtype], foreach)
+    if mode == "fake":
+        return _measure_fake(build_model, make_inputs, optimizer, DTYPES[dtype], foreach)
+    raise ValueError(f"mode={mode!r} must be 'auto', 'cuda' or 'fake'")
+
+
+def _measure_fake(
+    build_model: Callable[[], nn.Module],
+    make_inputs: Callable[[torch.device], tuple[torch.Tensor, ...]],
+    optimizer_name: str,
+    dtype: torch.dtype,
+    foreach: bool | None,
+) -> MeasuredStep:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    phase_peaks: dict[str, int] = {}
+    at_phase: dict[str, dict[str, int]] = {}
+    with FakeTensorMode():
+        with _default_dtype(dtype):
+            model = build_model()  # built in its dtype: .to(dtype) under fake mode misleads
+        model.train()
+        optimizer = make_optimizer(optimizer_name, model.parameters(), foreach)
+        inputs = make_inputs(torch.device("cpu"))
+        tracker = MemTracker()
+        tracker.track_external(model, optimizer, *inputs)
+
+        def end_phase(name: str) -> None:
+            phase_peaks[name], at_phase[name] = _tracker_peak(tracker)
+
+        with tracker:
+            _steps(
+                model,
+                optimizer,
+                inputs,
+                lambda: _reset_tracker_peak(tracker),
+                end_phase,
+                tracker.reset_mod_stats,
+            )
+    peak_phase = max(reversed(list(phase_peaks)), key=lambda p: phase_peaks[p])
+    return MeasuredStep(
+        method="FakeTensorMode + MemTracker (CPU, nothing allocated)",
+        device="cpu (fake tensors)",
+        peak_bytes=phase_peaks[peak_phase],
+        peak_phase=peak_phase,
+        phase_peaks_bytes=phase_peaks,
+        at_peak_bytes=at_phase[peak_phase],
+        reserved_bytes=None,
+        free_bytes=None,
+        device_total_bytes=None,
+    )
+
+
+def _measure_cuda(
+    build_model: Callable[[], nn.Module],
+    make_inputs: Callable[[torch.device], tuple[torch.Tensor, ...]],
+    optimizer_name: str,
+    dtype: torch.dtype,
+    foreach: bool | None,
+) -> MeasuredStep:  # pragma: no cover - needs a CUDA device
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    device = torch.device("cuda")
+    torch.cuda.empty_cache()
+    with _default_dtype(dtype), device:
+        model = build_model()
+    model.train()
+    optimizer = make_optimizer(optimizer_name, model.parameters(), foreach)
+    inputs = make_inputs(device)
+    phase_peaks: dict[str, int] = {}
+
+    def start_phase() -> None:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+    def end_phase(name: str) -> None:
+        torch.cuda.synchronize()
+        phase_peaks[name] = torch.cuda.max_memory_allocated()
+
+    _steps(model, optimizer, inputs, start_phase, end_phase, lambda: None)
+    peak_phase = max(reversed(list(phase_peaks)), key=lambda p: phase_peaks[p])
+    reserved = torch.cuda.memory_reserved()
+    free, total = torch.cuda.mem_get_info()
+    # Categories: the same two steps again under the tracker, on the real tensors.
+    tracker = MemTracker()
+    tracker.track_external(model, optimizer, *inputs)
+    at_phase: dict[str, dict[str, int]] = {}
+
+    def end_tracked(name: str) -> None:
+        at_phase[name] = _tracker_peak(tracker)[1]
+
+    with tracker:
+        _steps(
+            model,
+            optimizer,
+            inputs,
+            lambda: _reset_tracker_peak(tracker),
+            end_tracked,
+            tracker.reset_mod_stats,
+        )
+    return MeasuredStep(
+        method="torch.cuda.max_memory_allocated()",
+        device=torch.cuda.get_device_name(0),
+        peak_bytes=phase_peaks[peak_phase],
+        peak_phase=peak_phase,
+        phase_peaks_bytes=phase_peaks,
+        at_peak_bytes=at_phase[peak_phase],
+        reserved_bytes=reserved,
+        free_bytes=free,
+        device_total_bytes=total,
+    )
+
+
+def measure_gpt2(
+    config: GPT2Config,
+    *,
+    batch: int,
+    dtype: str = "fp32",
+    optimizer: str = "adamw",
+    mode: str = "auto",
+    foreach: bool | None = None,
+) -> MeasuredStep:
+    """Measure a training step of ``GPT2(config)`` on random tokens, ``batch`` x ``seq_len``."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
+        raise ValueError(f"batch={batch!r} must be a positive whole number")
+
+    def make_inputs(device: torch.device) -> tuple[torch.Tensor, ...]:
+        shape = (batch, config.seq_len)
+        idx = torch.randint(0, config.vocab_size, shape, device=device)
+        return idx, torch.randint(0, config.vocab_size, shape, device=device)
+
+    return measure(
+        lambda: GPT2(config),
+        make_inputs,
+        optimizer=optimizer,
+        dtype=dtype,
+        mode=mode,
+        foreach=foreach,
+    )
+
+
+@dataclass(frozen=True)
+class AccuracyCase:
+    """One GPT-2 training step to estimate and measure.
+
+    ``tuned`` says whether the estimator's terms were fitted on shapes like it.
+    """
+
+    config: GPT2Config
+    batch: int
+    dtype: str
+    optimizer: str
+    tuned: bool = True
+
+    def label(self) -> str:
+        """A short name: shape, batch, attention, checkpointing, dtype, optimizer."""
+        c = self.config
+        ckpt = "ckpt" if c.checkpointing else "no-ckpt"
+        return (
+            f"V{c.vocab_size} s{c.seq_len} h{c.hidden} L{c.layers} b{self.batch} "
+            f"{c.attention} {ckpt} {self.dtype} {self.optimizer}"
+        )
+
+
+@dataclass(frozen=True)
+class AccuracyRow:
+    """The estimate and the measurement of one case; ``error`` is relative to the measurement."""
+
+    case: AccuracyCase
+    estimate_bytes: int
+    estimate_phase: str
+    measured: MeasuredStep
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the estimate."""
+        return (self.estimate_bytes - self.measured.peak_bytes) / self.measured.peak_bytes
+
+
+# The recipe each measured dtype is: a model built in bf16 keeps bf16 AdamW moments.
+MEASURED_PRESET = {"fp32": "fp32", "bf16": "bf16-pure"}
+TARGET_MAX_ERROR = 0.10
+TARGET_MEDIAN_ERROR = 0.05
+
+
+def estimate_case(case: AccuracyCase, foreach: bool = False) -> Any:
+    """The budget ``gpulesson.budget.estimate`` gives for a case."""
+    from gpulesson.budget import TransformerShape, estimate
+
+    c = case.config
+    return estimate(
+        shape=TransformerShape(c.vocab_size, c.seq_len, c.hidden, c.heads, c.layers, case.batch),
+        preset=MEASURED_PRESET[case.dtype],
+        optimizer=case.optimizer,
+        attention=c.attention,
+        checkpointing="full" if c.checkpointing else "none",
+        foreach=foreach,
+    )
+
+
+def run_accuracy(cases: list[AccuracyCase], mode: str = "auto") -> tuple[AccuracyRow, ...]:
+    """Estimate and measure every case (fake tensors on CPU, or CUDA)."""
+    rows = []
+    for case in cases:
+        measured = measure_gpt2(
+            case.config, batch=case.batch, dtype=case.dtype, optimizer=case.optimizer, mode=mode
+        )
+        # CUDA's optimizers default to the multi-tensor (foreach) path.
+        budget = estimate_case(case, foreach=measured.reserved_bytes is not None)
+        rows.append(AccuracyRow(case, budget.total_bytes, budget.peak_phase, measured))
+    return tuple(rows)
+
+
+def grid(
+    shapes: list[tuple[int, int, int, int, int, int]],
+    dtypes: tuple[str, ...] = ("fp32", "bf16"),
+    optimizers: tuple[str, ...] = ("sgd", "adamw"),
+    tuned: bool = True,
+) -> list[AccuracyCase]:
+    """Cases for each shape (vocab, seq, hidden, heads, layers, batch).
+
+    Each shape runs with eager and SDPA attention, with and without
+    checkpointing, in each dtype, with each optimizer.
+    """
+    cases = []
+    for vocab, seq, hidden, heads, layers, batch in shapes:
+        for attention in ("eager", "sdpa"):
+            for ckpt in (False, True):
+                config = GPT2Config(vocab, seq, hidden, heads, layers, attention, ckpt)
+                for dtype in dtypes:
+                    for optimizer in optimizers:
+                        cases.append(AccuracyCase(config, batch, dtype, optimizer, tuned))
+    return cases
+
+
+def build_cases() -> list[AccuracyCase]:
+    """The small grid the lesson measures at build time (a few seconds on a CPU)."""
+    cases = []
+    for vocab, seq, batch in ((512, 64, 4), (256, 256, 2)):
+        for attention, ckpt, dtype, optimizer in (
+            ("eager", False, "fp32", "adamw"),
+            ("sdpa", False, "bf16", "sgd"),
+            ("sdpa", True, "fp32", "adamw"),
+            ("eager", True, "bf16", "sgd"),
+        ):
+            config = GPT2Config(vocab, seq, 64, 4, 2, attention, ckpt)
+            cases.append(AccuracyCase(config, batch, dtype, optimizer))
+    return cases
+
+
+# Shapes (vocab, seq, hidden, heads, layers, batch) the terms were fitted on,
+# and shapes they were not: other widths, depths, sequence lengths and batches.
+TUNED_SHAPES = [
+    (512, 64, 64, 4, 2, 4),
+    (256, 256, 64, 4, 2, 2),
+    (50257, 128, 128, 4, 2, 2),
+    (1024, 512, 128, 4, 2, 2),
+]
+UNTUNED_SHAPES = [
+    (8192, 256, 256, 8, 4, 4),
+    (4096, 64, 512, 8, 4, 8),
+    (2048, 128, 192, 6, 6, 3),
+    (32000, 384, 256, 4, 3, 1),
+]
+
+
+def accuracy_summary(rows: tuple[AccuracyRow, ...]) -> dict[str, float]:
+    """Median and largest absolute error, and whether the targets (10% each, 5% median) hold."""
+    errors = sorted(abs(r.error) for r in rows)
+    n = len(errors)
+    median = (errors[(n - 1) // 2] + errors[n // 2]) / 2
+    return {
+        "cases": n,
+        "median_abs_error": median,
+        "max_abs_error": errors[-1],
+        "meets_target": float(errors[-1] <= TARGET_MAX_ERROR and median <= TARGET_MEDIAN_ERROR),
+    }
+
+
+def accuracy_to_markdown(rows: tuple[AccuracyRow, ...]) -> str:
+    """The estimate-vs-measured table (MiB = 2^20 bytes), then the summary line."""
+    out = [
+        "| case | estimate (MiB) | measured peak (MiB) | error | estimated phase "
+        "| measured phase |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r.case.label()} | {r.estimate_bytes / 2**20:,.2f} | "
+            f"{r.measured.peak_bytes / 2**20:,.2f} | {r.error:+.1%} | {r.estimate_phase} | "
+            f"{r.measured.peak_phase} |"
+        )
+    s = accuracy_summary(rows)
+    method = rows[0].measured.method if rows else "none"
+    out += [
+        "",
+        f"{s['cases']:.0f} cases measured with {method}: median error "
+        f"{s['median_abs_error']:.1%}, largest {s['max_abs_error']:.1%} "
+        f"(target: every case within {TARGET_MAX_ERROR:.0%}, median at most "
+        f"{TARGET_MEDIAN_ERROR:.0%}; {'met' if s['meets_target'] else 'NOT met'}).",
+    ]
+    return "\n".join(out)
+
+
+def measured_to_markdown(step: MeasuredStep) -> str:
+    """The phase peaks and what was alive at the overall peak, in MiB (2^20 bytes)."""
+    out = [
+        f"Measured with {step.method} on {step.device}.",
+        "",
+        "| phase | peak (MiB) |",
+        "|---|---:|",
+    ]
+    for name, value in step.phase_peaks_bytes.items():
+        mark = " (peak)" if name == step.peak_phase else ""
+        out.append(f"| {name}{mark} | {value / 2**20:,.2f} |")
+    out += ["", f"| alive at the peak ({step.peak_phase}) | MiB |", "|---|---:|"]
+    out += [f"| {k} | {v / 2**20:,.2f} |" for k, v in step.at_peak_bytes.items() if v]
+    return "\n".join(out)
