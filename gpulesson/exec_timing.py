@@ -98,13 +98,15 @@ def to_json(pages: list[PageTiming], cache_reason: str) -> str:
 
 
 def to_text(pages: list[PageTiming], cache_reason: str, limit: int = 10) -> str:
-    """A log summary: totals, then the slowest pages.
+    """A log summary: totals, the slowest pages, then the slowest blocks that ran.
 
-    >>> page = PageTiming("lessons/a.md", 2, 1, 1, 0, 1.5, 1.7, ())
+    >>> blocks = (BlockTiming("a-run", "ran", 1.5), BlockTiming("a-table", "cached", 0.001))
+    >>> page = PageTiming("lessons/a.md", 2, 1, 1, 0, 1.501, 1.7, blocks)
     >>> print(to_text([page], "cache on"))
     executed blocks: 2 on 1 page (1 ran, 1 from cache; cache on) in 1.50 s
       exec s  render s  blocks  ran  page
         1.50      1.70       2    1  lessons/a.md
+    slowest blocks that ran: a-run (lessons/a.md) 1.50 s
     """
     blocks = sum(p.blocks for p in pages)
     ran = sum(p.ran for p in pages)
@@ -118,4 +120,11 @@ def to_text(pages: list[PageTiming], cache_reason: str, limit: int = 10) -> str:
     ]
     for p in pages[:limit]:
         lines.append(f"  {p.exec_s:6.2f}  {p.render_s:8.2f}  {p.blocks:6d}  {p.ran:3d}  {p.page}")
+    executed = [(b, p.page) for p in pages for b in p.block_timings if b.status != "cached"]
+    executed.sort(key=lambda item: item[0].elapsed_s, reverse=True)
+    if executed:
+        slowest = ", ".join(
+            f"{b.block_id} ({page}) {b.elapsed_s:.2f} s" for b, page in executed[:5]
+        )
+        lines.append(f"slowest blocks that ran: {slowest}")
     return "\n".join(lines)

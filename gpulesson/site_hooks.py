@@ -83,8 +83,14 @@ def _reload_package(config: Any) -> None:
     hooks = list((config.get("hooks") or {}).values())
     for module in hooks:
         spec = getattr(module, "__spec__", None)
-        if spec is not None and spec.loader is not None:
+        if spec is None or spec.loader is None or not spec.origin:
+            continue
+        saved_path = sys.path.copy()
+        sys.path.insert(0, os.path.dirname(spec.origin))  # as MkDocs loads hooks
+        try:
             spec.loader.exec_module(module)
+        finally:
+            sys.path[:] = saved_path
     if not any(vars(module) is globals() for module in hooks):  # imported, not a hook
         exec_cache = importlib.import_module(f"{PACKAGE}.exec_cache")
         exec_timing = importlib.import_module(f"{PACKAGE}.exec_timing")

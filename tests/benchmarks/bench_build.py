@@ -243,6 +243,10 @@ def main() -> None:
                 f"  {page['exec_s']:6.2f}  {page['render_s']:8.2f}  {page['blocks']:6d}  "
                 f"{page['page']}"
             )
+        blocks = [(b, p["page"]) for p in cold.pages for b in p["block_timings"]]
+        print("slowest blocks, cold build:")
+        for block, page in sorted(blocks, key=lambda item: item[0]["elapsed_s"], reverse=True)[:5]:
+            print(f"  {block['elapsed_s']:6.2f}  {block['block_id']} ({page})")
     finally:
         if args.keep:
             print(f"kept {tmp}")
