@@ -313,7 +313,31 @@ def test_the_context_follows_the_package_and_gpulesson_variables(tmp_path):
     assert context({"GPULESSON_FRESH": "1"}) == first
     assert context({"GPULESSON_BENCH_N": "3"}) != first
     (package / "a.py").write_text("X = 2\n")
-    assert context({}) != first
+    second = context({})
+    assert second != first
+    snippets.mkdir()
+    (snippets / "script.py").write_text("print(1)\n")
+    assert context({}) != second
+
+
+def test_a_block_that_includes_a_snippet_reruns_when_the_snippet_changes(tmp_path, cache):
+    snippet = tmp_path / "table.py"
+    snippet.write_text('print("| a |\\n|---|\\n| 1 |")\n')
+    page = '# P\n\n```python exec="on" id="inc"\n--8<-- "table.py"\n```\n'
+
+    def convert() -> str:
+        md = markdown.Markdown(
+            extensions=["pymdownx.snippets", "pymdownx.superfences", "tables"],
+            extension_configs={
+                "pymdownx.snippets": {"base_path": [str(tmp_path)], "check_paths": True},
+                "pymdownx.superfences": {"custom_fences": exec_cache.custom_fences()},
+            },
+        )
+        return md.convert(page)
+
+    assert "<td>1</td>" in convert()
+    snippet.write_text('print("| a |\\n|---|\\n| 2 |")\n')
+    assert "<td>2</td>" in convert()
 
 
 # --- a real strict build of a one-page site through the site hook --------------------------
