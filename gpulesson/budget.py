@@ -904,8 +904,9 @@ def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> 
     """The capacity table in billions of parameters; cards in GB (10^9 bytes) and GiB."""
     suffix = " with headroom" if headroom else ""
     out = [
-        f"| card (GB) | card (GiB) | inference fp16, 2 B/param{suffix} "
-        f"| SGD training, 6 B/param{suffix} | Adam training, 14 B/param{suffix} |",
+        f"| card (GB) | card (GiB) | inference fp16, 2 B/param{suffix} (billion params) "
+        f"| SGD training, 6 B/param{suffix} (billion params) "
+        f"| Adam training, 14 B/param{suffix} (billion params) |",
         "|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -914,7 +915,7 @@ def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> 
             if headroom
             else (r.inference_params, r.sgd_params, r.adam_params)
         )
-        cells = " | ".join(f"{v / 1e9:.1f} B" for v in values)
+        cells = " | ".join(f"{v / 1e9:.1f}" for v in values)
         out.append(f"| {r.card_bytes / GB:g} | {r.card_bytes / GIB:.2f} | {cells} |")
     return "\n".join(out)
 
