@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import asdict, dataclass
 
@@ -387,3 +388,173 @@ def labs_data() -> dict:
 def to_json() -> str:
     """:func:`labs_data` as JSON text."""
     return json.dumps(labs_data(), ensure_ascii=False)
+
+
+# --- VRAM budget planner ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannerInputs:
+    """What the planner widget asks for. ``checkpointing`` is 'none' or 'full'."""
+
+    params: float
+    recipe: str
+    optimizer: str | None = None
+    batch: int = 1
+    sequence: int = 2048
+    hidden: int = 4096
+    layers: int = 32
+    checkpointing: str = "none"
+    trainable_fraction: float | None = None
+
+
+@dataclass(frozen=True)
+class PlannerResult:
+    """The planner's stacked bar (bytes per consumer) and which cards hold the run."""
+
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    master_bytes: float
+    activations_bytes: float
+    total_bytes: float
+    needed_bytes: float
+    fits: tuple[tuple[int, bool], ...]
+
+
+def plan(data: dict, x: PlannerInputs) -> PlannerResult:
+    """Apply the formula of ``gpulesson.budget.planner_data`` (its docstring) to ``x``.
+
+    ``data`` is ``planner_data()``; the planner script runs the same steps on
+    the same JSON, and the tests check both against ``budget.estimate``.
+
+    >>> d = {"recipes": {"r": {"weights": 2.0, "gradients": 4.0, "master": 0.0,
+    ...   "optimizer": {"adamw": 8.0}, "optimizer_default": "adamw", "act_bytes": 2,
+    ...   "adapter_weights": 0.0, "adapters": False, "inference": False}},
+    ...   "cards_bytes": [80 * 10**9], "default_trainable_fraction": 0.001,
+    ...   "headroom": {"cuda_context_bytes": 10**9, "allocator_slack_fraction": 0.1},
+    ...   "activation": {"per_layer_bsh": {"none": 16, "full": 1}}}
+    >>> r = plan(d, PlannerInputs(7e9, "r", batch=1, sequence=1, hidden=1, layers=1))
+    >>> r.total_bytes / 1e9, r.fits
+    (98.000000032, ((80000000000, False),))
+    """
+    if x.recipe not in data["recipes"]:
+        raise ValueError(f"unknown recipe {x.recipe!r}: use one of {', '.join(data['recipes'])}")
+    if x.checkpointing not in data["activation"]["per_layer_bsh"]:
+        raise ValueError(f"checkpointing={x.checkpointing!r} must be 'none' or 'full'")
+    if not x.params > 0:
+        raise ValueError(f"params={x.params} must be positive, e.g. 7e9")
+    r = data["recipes"][x.recipe]
+    if r["adapters"]:
+        fraction = (
+            data["default_trainable_fraction"]
+            if x.trainable_fraction is None
+            else x.trainable_fraction
+        )
+        trainable = x.params * fraction
+    else:
+        trainable = 0.0 if r["inference"] else x.params
+    optimizer = x.optimizer or r["optimizer_default"]
+    weights = x.params * r["weights"] + trainable * r["adapter_weights"]
+    gradients = trainable * r["gradients"]
+    state = trainable * r["optimizer"][optimizer] if optimizer else 0.0
+    master = trainable * r["master"]
+    per_layer = data["activation"]["per_layer_bsh"][x.checkpointing]
+    acts = (
+        0.0
+        if r["inference"]
+        else x.layers * r["act_bytes"] * x.batch * x.sequence * x.hidden * per_layer
+    )
+    total = weights + gradients + state + master + acts
+    head = data["headroom"]
+    needed = (total + head["cuda_context_bytes"]) / (1 - head["allocator_slack_fraction"])
+    fits = tuple((int(c), needed <= c) for c in data["cards_bytes"])
+    return PlannerResult(weights, gradients, state, master, acts, total, needed, fits)
+
+
+def planner_markdown(data: dict, cases: tuple[PlannerInputs, ...]) -> str:
+    """The planner's numbers for a few cases, as the table shown without JavaScript.
+
+    Columns are in GB (10**9 bytes); a card fits when the total plus the CUDA
+    context and allocator slack is at most its size.
+    """
+    cards = [int(c) for c in data["cards_bytes"]]
+    head = " | ".join(f"{c / 1e9:g} GB" for c in cards)
+    rows = [
+        "| case | weights (GB) | gradients (GB) | optimizer state (GB) | master (GB) "
+        f"| activations (GB) | total (GB) | {head} |",
+        "|---|---:|---:|---:|---:|---:|---:|" + "---|" * len(cards),
+    ]
+    for x in cases:
+        p = plan(data, x)
+        label = f"{x.params / 1e9:g}B, {x.recipe}, batch {x.batch}×{x.sequence}"
+        if x.checkpointing == "full":
+            label += ", checkpointed"
+        terms = (p.weights_bytes, p.gradients_bytes, p.optimizer_bytes, p.master_bytes)
+        cells = " | ".join(f"{t / 1e9:.1f}" for t in (*terms, p.activations_bytes, p.total_bytes))
+        verdicts = " | ".join("fits" if ok else "no" for _, ok in p.fits)
+        rows.append(f"| {label} | {cells} | {verdicts} |")
+    return "\n".join(rows)
+
+
+def timing_lab_markdown(measured: object | None = None) -> str:
+    """The timing lab's container and its static table.
+
+    ``measured`` is an ``IllusionResult`` from ``gpulesson.bench.async_illusion``
+    on a CUDA device; with it the lab shows the build GPU's numbers (kernel =
+    honest minus naive time), without it the source's teaching numbers.
+
+    >>> print(timing_lab_markdown().splitlines()[0])
+    <div class="gl-lab" data-lab="timing"></div>
+    """
+    if measured is None:
+        return '<div class="gl-lab" data-lab="timing"></div>\n\n' + timing_markdown()
+    honest = measured.honest  # type: ignore[attr-defined]
+    naive = measured.naive  # type: ignore[attr-defined]
+    cpu = measured.cpu  # type: ignore[attr-defined]
+    data = {
+        "cpu_s": cpu.median_s,
+        "launch_s": naive.median_s,
+        "kernel_s": max(honest.median_s - naive.median_s, 0.0),
+        "label": f"{honest.n}×{honest.n} {honest.dtype} matmul on {honest.device}, medians",
+    }
+    rows = [
+        "| closing `synchronize()` | stopwatch reads (s) | speedup a reader would claim |",
+        "|---|---:|---:|",
+        f"| no | {naive.median_s:.3g} | {cpu.median_s / naive.median_s:.0f}× |",
+        f"| yes | {honest.median_s:.3g} | {cpu.median_s / honest.median_s:.0f}× |",
+    ]
+    attr = html.escape(json.dumps(data), quote=True)
+    return (
+        f'<div class="gl-lab" data-lab="timing" data-measured="{attr}"></div>\n\n'
+        + "Measured on this build's GPU:\n\n"
+        + "\n".join(rows)
+    )
+
+
+def timing_lab_for_this_build() -> str:
+    """The timing lab with measured numbers on a CUDA build, teaching numbers elsewhere."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return timing_lab_markdown()
+    from gpulesson.bench import async_illusion, plan_for
+
+    return timing_lab_markdown(async_illusion(plan_for("cuda").illusion_n, "cuda"))
+
+
+def planner_cases() -> tuple[PlannerInputs, ...]:
+    """The cases the planner's static table shows: the sources' three 7B recipes and levers.
+
+    >>> [c.recipe for c in planner_cases()][:3]
+    ['bf16', 'fp16-fp32-grads', 'mixed-fp32-master']
+    """
+    return (
+        PlannerInputs(7e9, "bf16", batch=1, sequence=512),
+        PlannerInputs(7e9, "fp16-fp32-grads", batch=1, sequence=512),
+        PlannerInputs(7e9, "mixed-fp32-master", batch=1, sequence=512),
+        PlannerInputs(7e9, "bf16", batch=8, sequence=2048),
+        PlannerInputs(7e9, "bf16", batch=8, sequence=2048, checkpointing="full"),
+        PlannerInputs(7e9, "qlora", batch=1, sequence=2048),
+        PlannerInputs(1.5e9, "fp16-fp32-grads", batch=1, sequence=512),
+    )

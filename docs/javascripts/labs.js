@@ -416,8 +416,118 @@
 
   /* ------------------------------------------------------------- planner */
 
+  /* The formula of gpulesson.budget.planner_data (see its docstring), step for
+     step as gpulesson.labs.plan runs it; the tests compare all three. */
+  function plan(data, x) {
+    var r = data.recipes[x.recipe];
+    var trainable = r.adapters ? x.params * x.fraction : (r.inference ? 0 : x.params);
+    var opt = x.optimizer || r.optimizer_default;
+    var weights = x.params * r.weights + trainable * r.adapter_weights;
+    var gradients = trainable * r.gradients;
+    var state = opt ? trainable * r.optimizer[opt] : 0;
+    var master = trainable * r.master;
+    var perLayer = data.activation.per_layer_bsh[x.checkpointing];
+    var acts = r.inference ? 0 : x.layers * r.act_bytes * x.batch * x.sequence * x.hidden * perLayer;
+    var total = weights + gradients + state + master + acts;
+    var needed = (total + data.headroom.cuda_context_bytes) / (1 - data.headroom.allocator_slack_fraction);
+    return { weights: weights, gradients: gradients, optimizer: state, master: master,
+      activations: acts, total: total, needed: needed,
+      fits: data.cards_bytes.map(function (c) { return needed <= c; }) };
+  }
+
   function planner(box, data) {
-    if (window.glPlanner) { window.glPlanner(box, data, { el: el, field: field, out: out, badge: badge, fmt: fmt, nextId: nextId }); }
+    var names = Object.keys(data.recipes);
+    var recipe = el("select", { "data-in": "recipe" }, names.map(function (n) {
+      return el("option", { value: n, text: n, selected: n === "fp16-fp32-grads" });
+    }));
+    var optNames = Object.keys(data.recipes[names[0]].optimizer);
+    var optimizer = el("select", { "data-in": "optimizer" }, optNames.map(function (n) {
+      return el("option", { value: n, text: n });
+    }));
+    var params = el("input", { type: "range", min: "0.1", max: "70", step: "0.1", value: "7", "data-in": "params" });
+    var batch = numberInput(1, { min: "1", step: "1", "data-in": "batch" });
+    var sequence = numberInput(512, { min: "1", step: "1", "data-in": "sequence" });
+    var hidden = numberInput(4096, { min: "1", step: "1", "data-in": "hidden" });
+    var layers = numberInput(32, { min: "1", step: "1", "data-in": "layers" });
+    var ckpt = el("input", { type: "checkbox", "data-in": "checkpointing", id: nextId("ckpt") });
+    var fraction = numberInput(data.default_trainable_fraction * 100, { min: "0.01", max: "100", step: "0.05", "data-in": "fraction" });
+    var paramsOut = out("params");
+    var totalOut = out("total"); var neededOut = out("needed");
+    var stack = el("div", { class: "gl-stack", role: "img", "aria-label": "memory by consumer" });
+    var keys = ["weights", "gradients", "optimizer", "master", "activations"];
+    var labels = ["weights", "gradients", "optimizer state", "master weights", "activations"];
+    var legendOuts = keys.map(function (k) { return out(k); });
+    var legend = el("ul", { class: "gl-legend" }, keys.map(function (k, i) {
+      return el("li", {}, [el("span", { class: "gl-key gl-key-" + i, "aria-hidden": "true" }), labels[i] + ": ", legendOuts[i]]);
+    }));
+    var cards = el("ul", { class: "gl-cardlist", "aria-live": "polite", "data-out": "cards" });
+
+    function inputs() {
+      return { params: Number(params.value) * 1e9, recipe: recipe.value,
+        optimizer: optimizer.disabled ? null : optimizer.value,
+        batch: Number(batch.value), sequence: Number(sequence.value), hidden: Number(hidden.value),
+        layers: Number(layers.value), checkpointing: ckpt.checked ? "full" : "none",
+        fraction: Number(fraction.value) / 100 };
+    }
+
+    function recipeChanged() {
+      var r = data.recipes[recipe.value];
+      optimizer.disabled = r.inference;
+      if (!r.inference) { optimizer.value = r.optimizer_default; }
+      fraction.disabled = !r.adapters;
+      update();
+    }
+
+    function update() {
+      var x = inputs();
+      paramsOut.textContent = fmt(x.params / 1e9, 1) + " billion parameters";
+      params.setAttribute("aria-valuetext", paramsOut.textContent);
+      var bad = [x.batch, x.sequence, x.hidden, x.layers].some(function (v) { return !(v >= 1); }) ||
+        (!fraction.disabled && !(x.fraction > 0 && x.fraction <= 1));
+      if (bad) { totalOut.textContent = "enter positive whole numbers (and a share of 0–100 %)"; return; }
+      var p = plan(data, x);
+      var scale = Math.max(p.total, data.cards_bytes[data.cards_bytes.length - 1]);
+      stack.textContent = "";
+      keys.forEach(function (k, i) {
+        legendOuts[i].textContent = fmt(p[k] / 1e9, 1) + " GB";
+        legendOuts[i].dataset.value = String(p[k]);
+        stack.appendChild(el("div", { class: "gl-seg gl-seg-" + i, style: "width:" + (100 * p[k] / scale) + "%" }));
+      });
+      totalOut.textContent = fmt(p.total / 1e9, 1) + " GB";
+      totalOut.dataset.value = String(p.total);
+      neededOut.textContent = fmt(p.needed / 1e9, 1) + " GB with the CUDA context and allocator slack";
+      neededOut.dataset.value = String(p.needed);
+      cards.textContent = "";
+      data.cards_bytes.forEach(function (c, i) {
+        cards.appendChild(el("li", { class: p.fits[i] ? "gl-fits" : "gl-nofit", "data-card": String(c),
+          "data-fits": p.fits[i] ? "yes" : "no" }, [fmt(c / 1e9, 0) + " GB: " + (p.fits[i] ? "fits" : "too small")]));
+      });
+    }
+
+    [params, batch, sequence, hidden, layers, fraction].forEach(function (i) { i.addEventListener("input", update); });
+    [optimizer, ckpt].forEach(function (i) { i.addEventListener("change", update); });
+    recipe.addEventListener("change", recipeChanged);
+    box.appendChild(badge("Computed in your browser from gpulesson.budget's coefficients (planner.json, " +
+      "written at build). GB = 10⁹ bytes. Activations use " + data.activation.per_layer_bsh.none +
+      " values per layer per token per hidden unit, 1 with full checkpointing."));
+    box.appendChild(field("Model size (billions of parameters)", params));
+    box.appendChild(el("p", { class: "gl-hint" }, [paramsOut]));
+    box.appendChild(el("div", { class: "gl-grid" }, [
+      field("Precision recipe", recipe), field("Optimizer", optimizer),
+      field("Batch size", batch), field("Sequence length", sequence),
+      field("Hidden size", hidden), field("Layers", layers),
+      field("Trainable share for LoRA/QLoRA (%)", fraction)
+    ]));
+    box.appendChild(el("div", { class: "gl-field gl-check" }, [ckpt,
+      el("label", { for: ckpt.id, text: "Gradient checkpointing (keep one tensor per layer, recompute the rest)" })]));
+    box.appendChild(stack);
+    box.appendChild(legend);
+    box.appendChild(el("dl", { class: "gl-results" }, [
+      el("dt", { text: "total" }), el("dd", {}, [totalOut]),
+      el("dt", { text: "a card needs" }), el("dd", {}, [neededOut])
+    ]));
+    box.appendChild(cards);
+    recipeChanged();
   }
 
   var LABS = { race: raceLab, cost: costLab, dispatch: dispatchLab, timing: timingLab };
@@ -431,6 +541,14 @@
     /* mkdocs-material's search dialog has no accessible name; give it one. */
     var search = document.querySelector(".md-search[role='dialog']") || document.querySelector(".md-search");
     if (search && !search.getAttribute("aria-label")) { search.setAttribute("aria-label", "Search"); }
+    /* Wide tables scroll sideways: make their scroll box reachable from the keyboard. */
+    document.querySelectorAll(".md-typeset__scrollwrap").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth && !wrap.hasAttribute("tabindex")) {
+        wrap.setAttribute("tabindex", "0");
+        wrap.setAttribute("role", "region");
+        wrap.setAttribute("aria-label", "table, scrolls sideways");
+      }
+    });
     document.querySelectorAll(".gl-lab[data-lab]").forEach(function (box) {
       if (box.dataset.ready) { return; }
       box.dataset.ready = "1";
@@ -454,7 +572,7 @@
     });
   }
 
-  window.glLabs = { el: el, field: field, out: out, badge: badge, fmt: fmt, load: load };
+  window.glLabs = { plan: plan, load: load };
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); }
   else { start(); }
 })();
