@@ -1109,16 +1109,17 @@ def examples_table_markdown(names: tuple[str, ...] | None = None) -> str:
     """Diagnose several example messages and tabulate kind, verdict and key numbers."""
     names = names or tuple(EXAMPLES)
     lines = [
-        "| example message | kind | verdict | requested | free | total | first step |",
-        "|---|---|---|---|---|---|---|",
+        "| example | kind | verdict | requested / free / total | first step |",
+        "|---|---|---|---|---|",
     ]
     for name in names:
         if name not in EXAMPLES:
             raise ValueError(f"no example named {name!r}: choose one of {', '.join(EXAMPLES)}")
         d = diagnose(EXAMPLES[name])
+        numbers = (d.requested_bytes, d.free_bytes, d.total_bytes)
+        sizes = " / ".join(format_bytes(n) for n in numbers) if any(numbers) else "—"
         lines.append(
-            f"| {name} | `{d.kind}` | {d.verdict or '—'} | {format_bytes(d.requested_bytes)} | "
-            f"{format_bytes(d.free_bytes)} | {format_bytes(d.total_bytes)} | "
+            f"| {name} | {d.kind.replace('_', ' ')} | {d.verdict or '—'} | {sizes} | "
             f"{_cell(d.steps[0].action)} |"
         )
     return "\n".join(lines)
