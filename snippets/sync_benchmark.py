@@ -63,9 +63,8 @@ def main() -> None:
     b_cpu = torch.randn(n, n)
     cpu_s = time_matmul(a_cpu, b_cpu, args.repeats)
     print(f"matrix size {n}, {flops:.3g} FLOPs per matmul, median of {args.repeats} runs")
-    print(
-        f"CPU ({torch.get_num_threads()} threads): {cpu_s * 1e3:.3f} ms, {flops / cpu_s / 1e9:.1f} GFLOP/s"
-    )
+    threads = torch.get_num_threads()
+    print(f"CPU ({threads} threads): {cpu_s * 1e3:.3f} ms, {flops / cpu_s / 1e9:.1f} GFLOP/s")
 
     device = pick_device()
     if device.type == "cpu":
