@@ -212,6 +212,7 @@ def test_quiz_scores_and_explains_every_option(site_url: str, watched):
     quiz = ".gl-quiz"
     assert page.is_hidden(".gl-quiz-static")
     first = page.locator(f"{quiz} .gl-question").first
+    assert not first.locator(".gl-why").first.is_visible()  # no spoilers before answering
     first.locator(".gl-option").nth(1).click()  # the right answer to question 1
     first.locator(".gl-option").nth(0).click()  # a second click does not count
     score = page.inner_text(f'{quiz} [data-out="score"]')

@@ -195,7 +195,7 @@
 
     [hours, runs, onRate, spotRate].forEach(function (i) { i.addEventListener("input", update); });
     select.addEventListener("change", pickCard);
-    box.appendChild(badge("Example rates (" + d.source + "). Edit them to match a real quote."));
+    box.appendChild(badge("Rates: " + d.source + ". Edit them to match a real quote."));
     box.appendChild(el("div", { class: "gl-grid" }, [
       field("Card class", select), field("Hours per run", hours), field("Number of runs", runs),
       field("On-demand rate ($/h)", onRate), field("Spot rate ($/h)", spotRate)
