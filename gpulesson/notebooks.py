@@ -408,7 +408,7 @@ def exercise_items(exercises: str) -> tuple[str, list[str]]:
 # --- Cells ------------------------------------------------------------------------------
 
 RUNTIME_CHECK = """\
-# Which runtime is this? Every cell below also runs without a GPU, with smaller sizes.
+# Which runtime is this? Every cell below also runs without a GPU.
 import platform
 
 import torch
@@ -421,7 +421,7 @@ elif torch.backends.mps.is_available():
     print("Apple GPU (MPS) available: cells run on it; CUDA-only cells skip.")
 else:
     print("No GPU attached: cells run on the CPU with small sizes.")
-    print("In Colab: Runtime > Change runtime type > a GPU accelerator > Save, then run again.")
+    print("To attach one in Colab: Runtime > Change runtime type > GPU > Save.")
 """
 
 NVIDIA_SMI = """\
@@ -432,7 +432,7 @@ import subprocess
 if torch.cuda.is_available() and shutil.which("nvidia-smi"):
     print(subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout)
 else:
-    print("Skipped on this runtime: no NVIDIA GPU, so there is no nvidia-smi to ask.")
+    print("Skipped: no NVIDIA GPU on this runtime, so no nvidia-smi to ask.")
 """
 
 
@@ -465,8 +465,8 @@ def run_cell(name: str, run: SnippetRun) -> str:
         return (
             "import torch\n\nif torch.cuda.is_available():\n"
             f"    %run {gpu}\nelse:\n"
-            f'    print("Skipped on this runtime: {name} needs a CUDA GPU. '
-            'In Colab: Runtime > Change runtime type > a GPU accelerator.")'
+            f'    print("Skipped: {name} needs a CUDA GPU, and this runtime has none.")\n'
+            '    print("To attach one in Colab: Runtime > Change runtime type > GPU > Save.")'
         )
     cpu = " ".join([name, *run.cpu_args])
     if cpu == gpu:
@@ -544,7 +544,7 @@ def build_notebook(
         cells.append(
             (
                 "markdown",
-                f"### `{name}`\n\n{summary}\n\n"
+                f"### {name}\n\n{summary}\n\n"
                 f"Source: [snippets/{name}]({links.blob_url('snippets/' + name)}).",
             )
         )

@@ -32,10 +32,30 @@ _H1_LINE = re.compile(r"^# .*$", re.MULTILINE)
 _STAMP_LINE = re.compile(r'\A\s*<div class="gl-stamp".*\n?')
 _H1_HTML = re.compile(r"</h1>")
 # nbconvert's MathJax and Mermaid loaders point at cdnjs; the notebooks use neither, and the
-# site loads nothing from outside, so notebook pages drop them.
+# site loads nothing from outside, so notebook pages drop them (restyle_notebook_html).
 _OUTSIDE_LOADERS = re.compile(
     r"<!-- Load mathjax -->.*?<!-- End of mermaid configuration -->", re.DOTALL
 )
+_STYLE = re.compile(r"<style[^>]*>.*?</style>", re.DOTALL)
+_CODE_AREA = re.compile(r'<div class="highlight-ipynb hl-(\w+)"><pre>')
+
+
+def restyle_notebook_html(content: str) -> str:
+    """Use the theme's code colours in a rendered notebook, and make code areas focusable.
+
+    nbconvert inlines Pygments' default colours, several of which are below WCAG AA
+    contrast on the theme's code background in light or dark mode; the theme's own
+    ``.highlight`` colours pass in both. A code area that scrolls sideways gets
+    ``tabindex="0"`` so keyboard users can scroll it.
+
+    >>> html = '<style>td.linenos .normal {}</style><div class="highlight-ipynb hl-python"><pre>'
+    >>> restyle_notebook_html(html)
+    '<div class="highlight highlight-ipynb hl-python"><pre tabindex="0">'
+    """
+    content = _OUTSIDE_LOADERS.sub("", content)
+    content = _STYLE.sub(lambda m: "" if "td.linenos" in m.group(0) else m.group(0), content)
+    focusable = r'<div class="highlight highlight-ipynb hl-\1"><pre tabindex="0">'
+    return _CODE_AREA.sub(focusable, content)
 
 
 def _links(config: Any) -> RepoLinks:
@@ -142,7 +162,7 @@ def on_page_content(content: str, page: Any, config: Any, files: Files) -> str:
     slug = page.file.src_uri[len("notebooks/") : -len(".ipynb")]
     lesson = files.get_file_from_path(f"lessons/{slug}.md")
     block = links_html(slug, page.url, files, _links(config), lesson.url if lesson else page.url)
-    content = _OUTSIDE_LOADERS.sub("", content)
+    content = restyle_notebook_html(content)
     note = (
         '<p class="gl-notebook-note">This page shows the notebook without outputs: run it '
         "(in Colab, or locally with Jupyter) to see the numbers from your own runtime.</p>"

@@ -114,7 +114,7 @@ def test_notebook_runs_headless_on_cpu(path: Path, tmp_path: Path, monkeypatch):
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert not errors, f"{path.name}: {cell.source[:80]!r} raised {errors[0]['ename']}"
     assert "No GPU attached" in _text(code[0]) or "MPS" in _text(code[0])
-    assert "Skipped on this runtime" in _text(code[1])
+    assert "Skipped: no NVIDIA GPU" in _text(code[1])
     for cell in code:
         if cell.source.startswith("%%writefile "):
             name = cell.source.split("\n", 1)[0].split(" ", 1)[1]
@@ -133,7 +133,7 @@ def test_notebook_runs_on_cuda(path: Path, tmp_path: Path, monkeypatch):
     notebook = _execute(path, tmp_path, monkeypatch)
     code = [c for c in notebook.cells if c.cell_type == "code"]
     assert "CUDA GPU attached" in _text(code[0])
-    assert "Skipped on this runtime" not in _text(code[1])
+    assert "Skipped" not in _text(code[1])
 
 
 # --- the generator, on small inputs --------------------------------------------------------
@@ -173,7 +173,7 @@ def test_mkdocs_markdown_becomes_notebook_markdown():
 def test_cuda_only_snippet_skips_with_a_message_on_cpu():
     cell = nbgen.run_cell("oom.py", nbgen.SnippetRun(("--gib", "2"), None))
     assert "%run oom.py --gib 2" in cell
-    assert "Skipped on this runtime: oom.py needs a CUDA GPU" in cell
+    assert "Skipped: oom.py needs a CUDA GPU" in cell and "Change runtime type" in cell
 
 
 def test_colab_url_points_at_the_notebook_in_the_repository():
