@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jinja2
+import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
 from gpulesson import exec_cache, exec_timing, provenance
@@ -32,6 +34,7 @@ from gpulesson.provenance import BuildRecord
 RECORD_FILE = "build-record.json"
 REQUIRE_ENV = "GPULESSON_REQUIRE_DEVICE"
 PACKAGE = "gpulesson"
+JINJA_CACHE_DIR = Path(".cache", "jinja-bytecode")
 log = logging.getLogger("mkdocs.plugins.gpulesson")
 _EXECUTED_FENCE = re.compile(r'^\s*(```|~~~).*\bexec="(on|1|true|yes)"', re.MULTILINE)
 _H1 = re.compile(r"^# .*$", re.MULTILINE)
@@ -191,6 +194,35 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if page.meta.get("gpu_figures") and record.device_type != "cuda":
         block += "\n\n" + provenance.no_gpu_notice_markdown(record)
     return insert_after_h1(markdown, block)
+
+
+class SafeBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """Jinja's on-disk template cache; a damaged file is recompiled, never an error."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        """Load the bucket, or leave it empty so Jinja compiles the template."""
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # noqa: BLE001 (any damage means: compile again)
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        """Store the bucket; a full or read-only disk only costs the speed-up."""
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def on_env(env: Any, config: Any, files: Any) -> Any:
+    """Keep compiled theme templates in .cache/, so a rebuild skips compiling them."""
+    folder = Path(config["config_file_path"]).resolve().parent / JINJA_CACHE_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return env
+    env.bytecode_cache = SafeBytecodeCache(str(folder))
+    return env
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:

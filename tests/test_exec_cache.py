@@ -429,3 +429,21 @@ def test_without_markdown_exec_private_runner_blocks_still_run(tmp_path, cache, 
     assert "<table>" in _convert(_page(counter))
     assert "<table>" in _convert(_page(counter))
     assert _runs(counter) == 2
+
+
+def test_a_damaged_template_cache_file_is_recompiled(tmp_path):
+    import jinja2
+
+    from gpulesson.site_hooks import SafeBytecodeCache
+
+    def render() -> str:
+        env = jinja2.Environment(
+            loader=jinja2.DictLoader({"page.html": "<p>{{ text }}</p>"}),
+            bytecode_cache=SafeBytecodeCache(str(tmp_path)),
+        )
+        return env.get_template("page.html").render(text="hello")
+
+    assert render() == "<p>hello</p>"
+    (entry,) = tmp_path.iterdir()
+    entry.write_bytes(entry.read_bytes()[:20] + b"\x00damaged")
+    assert render() == "<p>hello</p>"
