@@ -463,13 +463,16 @@ def to_markdown(
 
     Lessons named in ``linked_lessons`` (file stems) become links; the others
     are named only, so the page builds while lessons are still being written.
+    Links are site URLs relative to the glossary page (``glossary/``), because
+    MkDocs does not rewrite ``.md`` links inside executed output.
 
     >>> print(to_markdown((term("MIG"),), frozenset({"capacity"})).splitlines()[-1])
-    Lazy version: "Splits a GPU to run more jobs faster." · Lesson: [capacity](lessons/capacity.md)
+    Lazy version: "Splits a GPU to run more jobs faster." · Lesson: [capacity](../lessons/capacity/)
     """
     lines: list[str] = []
     for t in sorted(terms, key=lambda t: t.name.lower()):
-        lesson = f"[{t.lesson}](lessons/{t.lesson}.md)" if t.lesson in linked_lessons else t.lesson
+        linked = t.lesson in linked_lessons
+        lesson = f"[{t.lesson}](../lessons/{t.lesson}/)" if linked else t.lesson
         lines.append(f"### {t.name} {{#{anchor(t.name)}}}\n")
         lines.append(f"*{t.expansion}.* {t.meaning}\n")
         lines.append(f'Lazy version: "{t.lazy}" · Lesson: {lesson}\n')

@@ -46,8 +46,8 @@ def test_tooltips_have_no_line_breaks_or_brackets():
 
 def test_page_links_only_existing_lessons():
     text = glossary.to_markdown(linked_lessons=frozenset({"timing"}))
-    assert "](lessons/timing.md)" in text
-    assert "](lessons/capacity.md)" not in text
+    assert "](../lessons/timing/)" in text
+    assert "](../lessons/capacity/)" not in text
     assert f"{{#{glossary.anchor('Tensor Cores')}}}" in text
 
 
