@@ -12,8 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gpulesson import __version__, cli_bench, cli_diagnose, cli_probe
-from gpulesson import cli_budget
+from gpulesson import __version__, cli_bench, cli_budget, cli_diagnose, cli_probe
 
 
 class _Parser(argparse.ArgumentParser):
