@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpulesson import diagnose
+from gpulesson import diagnose, diagnose_render
 
 # Bigger inputs are not error messages; reading stops here.
 MAX_INPUT_BYTES = 4 * 2**20
@@ -65,5 +65,5 @@ def read_input(file: str | None) -> str:
 def run(args: argparse.Namespace) -> int:
     """Diagnose the message and print the report."""
     result = diagnose.diagnose(read_input(args.file))
-    print(diagnose.to_json(result) if args.json else diagnose.to_text(result))
+    print(diagnose_render.to_json(result) if args.json else diagnose_render.to_text(result))
     return 0

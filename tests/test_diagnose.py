@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpulesson import diagnose as dg
+from gpulesson import diagnose_render, error_examples, fix_ladder
 from gpulesson.units import GIB, MIB
 
 CORPUS = Path(__file__).resolve().parent / "data" / "errors"
@@ -224,7 +225,7 @@ def test_too_large_names_the_single_tensor():
 
 def test_exhaustion_follows_the_ladder_in_order():
     d = dg.diagnose((CORPUS / "cuda_2x_exhaustion.txt").read_text())
-    assert [s.action for s in d.steps] == [r.name for r in dg.FIX_LADDER]
+    assert [s.action for s in d.steps] == [r.name for r in fix_ladder.FIX_LADDER]
     assert [s.free for s in d.steps] == [True] * 4 + [False] * 5
 
 
@@ -330,15 +331,15 @@ def test_empty_text_is_a_value_error():
 
 
 def test_renderers_carry_the_numbers():
-    d = dg.diagnose(dg.EXAMPLES["fragmentation"])
-    text, markdown = dg.to_text(d), dg.to_markdown(d)
+    d = dg.diagnose(error_examples.EXAMPLES["fragmentation"])
+    text, markdown = diagnose_render.to_text(d), diagnose_render.to_markdown(d)
     assert "Verdict: fragmentation" in text and "2.00 GiB" in text
     assert "| Requested (one allocation) | 2.00 GiB" in markdown
-    assert json.loads(dg.to_json(d))["requested_bytes"] == 2 * GIB
-    assert "fragmentation" in dg.examples_table_markdown(("fragmentation",))
-    assert "Example message" in dg.example_markdown("mps")
+    assert json.loads(diagnose_render.to_json(d))["requested_bytes"] == 2 * GIB
+    assert "fragmentation" in diagnose_render.examples_table_markdown(("fragmentation",))
+    assert "Example message" in diagnose_render.example_markdown("mps")
     with pytest.raises(ValueError, match="no example named"):
-        dg.example_markdown("nope")
+        diagnose_render.example_markdown("nope")
 
 
 def test_every_example_is_diagnosed_as_its_name_says():
@@ -357,9 +358,9 @@ def test_every_example_is_diagnosed_as_its_name_says():
         "no_driver": ("no_driver", None),
         "cpu_only_wheel": ("cpu_only_wheel", None),
     }
-    assert set(expected) == set(dg.EXAMPLES)
+    assert set(expected) == set(error_examples.EXAMPLES)
     for name, (kind, verdict) in expected.items():
-        d = dg.diagnose(dg.EXAMPLES[name])
+        d = dg.diagnose(error_examples.EXAMPLES[name])
         assert (d.kind, d.verdict) == (kind, verdict), name
 
 
@@ -417,11 +418,11 @@ def test_cli_bad_input_is_one_line_and_exit_2(args, stdin, needle):
 
 
 def test_the_ladder_is_priced_by_the_budget_module():
-    rows = dg.ladder_budget_rows()
-    assert [name for name, *_ in rows[1:]] == [r.name for r in dg.FIX_LADDER[1:]]
+    rows = fix_ladder.ladder_budget_rows()
+    assert [name for name, *_ in rows[1:]] == [r.name for r in fix_ladder.FIX_LADDER[1:]]
     base = rows[0][2]
     by_name = {name: (peak, effective) for name, _, peak, effective in rows}
     assert by_name["Smaller batch"][0] < base and by_name["Smaller batch"][1] == 8
     assert by_name["Gradient accumulation"][1] == 16  # the effective batch is restored
     assert by_name["Gradient accumulation"][0] < base
-    assert "| Smaller batch | batch 16 → 8 |" in dg.ladder_budget_markdown()
+    assert "| Smaller batch | batch 16 → 8 |" in fix_ladder.ladder_budget_markdown()
