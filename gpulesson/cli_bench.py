@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from gpulesson import bench
+from gpulesson import bench, bench_render
 
 PROGRESS_AFTER_S = 2.0  # shorter runs finish before a progress line would help
 
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.json:
-        print(bench.to_json(results, device, dtype))
+        print(bench_render.to_json(results, device, dtype))
     else:
-        print(bench.to_text(results))
+        print(bench_render.to_text(results))
     return 0

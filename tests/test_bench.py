@@ -1,4 +1,4 @@
-"""gpulesson.bench: result arithmetic, barriers per backend, renderers, the CLI, the snippet."""
+"""gpulesson.bench: result arithmetic, barriers per backend, the sweep, the CLI, the snippet."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from gpulesson import bench, cli, cli_bench
+from gpulesson import bench, bench_render, cli, cli_bench
 from gpulesson.bench import MatmulResult, OpResult
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,50 +62,6 @@ def test_op_result_rates_and_intensity():
     assert op.intensity_flop_per_byte == pytest.approx(1 / 12)
 
 
-def test_teaching_figures_follow_from_their_inputs():
-    t = bench.TeachingTiming()
-    assert t.gpu_honest_s == pytest.approx(0.205)
-    assert t.naive_speedup == pytest.approx(1000)
-    assert t.honest_speedup == pytest.approx(5.0 / 0.205)
-    assert t.illusion == pytest.approx(1000 / (5.0 / 0.205))
-    page = bench.teaching_timing_markdown(t)
-    assert "Teaching estimate" in page and "24.4x" in page and "1,000x" in page
-
-
-def test_flops_and_lane_estimate():
-    assert bench.matmul_flops(5000) == 2.5e11
-    assert "2.5 x 10^11" in bench.flops_markdown()
-    assert "0.512x" in bench.flops_markdown((5000, 4000))
-    assert bench.LaneEstimate().ratio == pytest.approx(4.096e12 / 3.2e10)
-
-
-def test_roofline_ridge_ceiling_and_regimes():
-    bandwidth = OpResult("copy", "cpu", "fp32", 2, (1.0,), 0, 10 * 10**9)  # 10 GB/s
-    peak = OpResult("matmul", "cpu", "fp32", 2, (1.0,), 100 * 10**9, 10**8)  # 100 GFLOP/s
-    add = OpResult("add", "cpu", "fp32", 2, (1.0,), 6 * 10**8, 72 * 10**8)  # 72% of its roof
-    small = OpResult("tiny matmul", "cpu", "fp32", 2, (1.0,), 10**9, 10**7)  # 100 FLOP/B
-    roof = bench.Roofline("cpu", bandwidth, peak, (add, small, peak))
-    assert roof.ridge_flop_per_byte == pytest.approx(10.0)
-    assert roof.ceiling_flop_per_s(1.0) == pytest.approx(10e9)
-    assert roof.ceiling_flop_per_s(1000.0) == pytest.approx(100e9)
-    assert roof.bound(add) == "memory-bound"
-    assert roof.bound(peak) == "compute-bound"
-    assert roof.bound(small).startswith("overhead-bound")  # 1% of its ceiling
-
-
-def test_roofline_overhead_label_follows_the_named_share():
-    bandwidth = OpResult("copy", "cpu", "fp32", 2, (1.0,), 0, 10 * 10**9)
-    peak = OpResult("matmul", "cpu", "fp32", 2, (1.0,), 100 * 10**9, 10**8)
-    roof = bench.Roofline("cpu", bandwidth, peak, ())
-    ceiling = roof.ceiling_flop_per_s(1 / 12)
-    above_flops = int(ceiling * bench.OVERHEAD_SHARE * 1.01)
-    above = OpResult("add", "cpu", "fp32", 2, (1.0,), above_flops, 12 * above_flops)
-    below_flops = int(ceiling * bench.OVERHEAD_SHARE * 0.99)
-    below = OpResult("add", "cpu", "fp32", 2, (1.0,), below_flops, 12 * below_flops)
-    assert roof.bound(above) == "memory-bound"
-    assert roof.bound(below).startswith("overhead-bound")
-
-
 def _sweep_result(device: str, n: int, seconds: float) -> MatmulResult:
     return MatmulResult(device, "fp32", n, 2, (seconds,))
 
@@ -122,26 +78,17 @@ def test_comparison_speedup_crossover_and_transfer_bound():
     assert comparison.speedup(256) == pytest.approx(6.0)
     assert comparison.crossover_n == 128
     assert comparison.transfer_bound_up_to_n == 128
-    page = bench.comparison_markdown(comparison)
+    page = bench_render.comparison_markdown(comparison)
     assert "cuda/CPU speedup" in page and "6.00x" in page
     assert "from n = 128 on" in page and "Up to n = 128" in page
 
 
 def test_comparison_without_gpu_says_so_and_invents_nothing():
     cpu = (_sweep_result("cpu", 64, 1e-5),)
-    page = bench.comparison_markdown(bench.SweepComparison(cpu, (), None))
+    page = bench_render.comparison_markdown(bench.SweepComparison(cpu, (), None))
     assert bench.NO_CUDA_TEXT in page
     assert "speedup" in page and "x |" not in page
-    assert "CPU" in bench.sweep_chart(bench.SweepComparison(cpu, (), None))
-
-
-def test_json_carries_every_promised_field():
-    data = json.loads(bench.to_json([_sweep_result("cpu", 64, 1e-5)], "cpu", "fp32"))
-    (m,) = data["measurements"]
-    for key in ("device", "dtype", "n", "threads", "median_s", "flops", "flop_per_s"):
-        assert key in m
-    assert m["flops"] == 2 * 64**3 and m["samples_s"] == [1e-5]
-    assert "how_to_compare" in data
+    assert "CPU" in bench_render.sweep_chart(bench.SweepComparison(cpu, (), None))
 
 
 # --- barriers per backend -------------------------------------------------------------
@@ -221,22 +168,7 @@ def test_cpu_illusion_ratio_is_computed_from_its_parts():
     r = bench.async_illusion(32, "cpu", min_run_time_s=0.005)
     assert r.inflation == pytest.approx(r.honest.median_s / r.naive.median_s)
     assert not r.naive.closing_barrier
-    assert "about 1" in bench.illusion_markdown(r)
-
-
-def test_roofline_measurement_places_four_operations():
-    plan = bench.DevicePlan(1.0, 64, 0.005, 32, 1 * 2**20, 16, 64)
-    roof = bench.measure_roofline("cpu", plan)
-    assert [op.name.split(" ")[0] for op in roof.ops] == [
-        "elementwise",
-        "softmax",
-        "matmul",
-        "matmul",
-    ]
-    assert roof.bandwidth.bytes_moved == 2 * 2**20
-    table = bench.roofline_markdown(roof)
-    assert "ridge point" in table and "FLOP/byte" in table
-    assert "<svg" in bench.roofline_chart(roof)
+    assert "about 1" in bench_render.illusion_markdown(r)
 
 
 def test_transfer_needs_a_gpu():
@@ -408,7 +340,7 @@ gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device; this machine
 @gpu
 def test_gpu_naive_time_is_far_below_the_honest_time():
     r = bench.async_illusion(4096, "cuda", min_run_time_s=0.2)
-    assert r.naive.median_s < r.honest.median_s / 5, bench.illusion_markdown(r)
+    assert r.naive.median_s < r.honest.median_s / 5, bench_render.illusion_markdown(r)
 
 
 @pytest.mark.gpu
