@@ -7,7 +7,7 @@ import json
 import math
 import re
 
-from gpulesson import budget
+from gpulesson import budget, budget_render
 from gpulesson.units import parse_size
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     cards = [parse_size(c) for c in args.card or []]
     verdicts = [budget.fits(result, card) for card in cards]
     if args.json:
-        data = budget.to_dict(result)
+        data = budget_render.to_dict(result)
         data["cards"] = [
             {
                 "card_bytes": v.card_bytes,
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(data, indent=2))
         return 0
-    print(budget.to_text(result))
+    print(budget_render.to_text(result))
     for text, v in zip(args.card or [], verdicts, strict=True):
         verdict = "fits" if v.fits else "does not fit"
         print(

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpulesson import budget
+from gpulesson import budget, budget_render
 from gpulesson.budget import GB, GIB, TransformerShape, estimate
 
 GPT2_SMALL = TransformerShape(vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=8)
@@ -167,7 +167,7 @@ def test_fits_applies_the_headroom_rule():
 
 
 def test_json_has_the_ledger_at_the_top_level():
-    data = json.loads(budget.to_json(estimate(shape=GPT2_SMALL, preset="bf16")))
+    data = json.loads(budget_render.to_json(estimate(shape=GPT2_SMALL, preset="bf16")))
     for key in (
         "total_bytes",
         "weights_bytes",
@@ -183,10 +183,10 @@ def test_json_has_the_ledger_at_the_top_level():
 
 def test_renderers_name_their_units():
     b = estimate(7e9, preset="bf16")
-    assert "| term | GB |" in budget.to_markdown(b)
-    assert "84.00 GB" in budget.to_text(b)
-    assert "| 8 | 7.45 |" in budget.capacity_markdown(budget.capacity())
-    assert "98.0" in budget.recipes_markdown(7e9, ("fp16-fp32-grads",))
+    assert "| term | GB |" in budget_render.to_markdown(b)
+    assert "84.00 GB" in budget_render.to_text(b)
+    assert "| 8 | 7.45 |" in budget_render.capacity_markdown(budget.capacity())
+    assert "98.0" in budget_render.recipes_markdown(7e9, ("fp16-fp32-grads",))
 
 
 def test_planner_data_reproduces_the_calculator():
