@@ -26,6 +26,7 @@ from gpulesson.budget import (
     Recipe,
     estimate,
     fits,
+    max_params,
 )
 from gpulesson.units import GB, GIB, format_gb, format_gib
 
@@ -185,5 +186,43 @@ def levers_markdown(base: dict[str, Any], levers: list[tuple[str, dict[str, Any]
             f"| {label} | {b.weights_bytes / GB:.2f} | {b.gradients_bytes / GB:.2f} | "
             f"{b.optimizer_bytes / GB:.2f} | {b.activations_bytes / GB:.2f} | "
             f"{b.total_bytes / GB:.2f} | {b.total_bytes / start.total_bytes - 1:+.0%} |"
+        )
+    return "\n".join(out)
+
+
+def ledgers_markdown(budgets: dict[str, Budget]) -> str:
+    """The four ledgers of several budgets side by side, in GB (10^9 bytes).
+
+    >>> print(ledgers_markdown({"bf16": estimate(7e9, preset="bf16")}).splitlines()[-1])
+    | bf16 | 14.000 | 14.000 | 56.000 | 84.00 |
+    """
+    out = [
+        "| preset | weights (GB) | gradients (GB) | optimizer state (GB) | total (GB) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, b in budgets.items():
+        out.append(
+            f"| {name} | {b.weights_bytes / GB:.3f} | {b.gradients_bytes / GB:.3f} | "
+            f"{b.optimizer_bytes / GB:.3f} | {b.total_bytes / GB:.2f} |"
+        )
+    return "\n".join(out)
+
+
+def card_units_markdown(sizes: tuple[int, ...], preset: str) -> str:
+    """What the same number means as GiB and as GB: card bytes and the model that fits.
+
+    >>> print(card_units_markdown((24,), "fp16-fp32-grads").splitlines()[-1])
+    | 24 | 25.8 GB | 1.84 | 24.0 GB | 1.71 |
+    """
+    out = [
+        f"| card size N | N GiB in GB | largest model, {preset} (billions) "
+        f"| N GB in GB | largest model, {preset} (billions) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for n in sizes:
+        gib_card, gb_card = n * GIB, n * GB
+        out.append(
+            f"| {n} | {format_gb(gib_card)} | {max_params(gib_card, preset) / 1e9:.2f} "
+            f"| {format_gb(gb_card)} | {max_params(gb_card, preset) / 1e9:.2f} |"
         )
     return "\n".join(out)

@@ -20,3 +20,17 @@ def test_ruff_is_clean():
         [ruff, "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_clean():
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    if not Path(ruff).exists():
+        pytest.skip("ruff is not installed; pip install -e '.[dev]' brings it")
+    result = subprocess.run(
+        [ruff, "format", "--check", "--no-cache", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, "run `ruff format .`:\n" + result.stdout + result.stderr
