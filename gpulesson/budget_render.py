@@ -19,6 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gpulesson.budget import (
+    DTYPE_BYTES,
     HEADROOM,
     OPTIMIZER_STATES,
     Budget,
@@ -224,5 +225,53 @@ def card_units_markdown(sizes: tuple[int, ...], preset: str) -> str:
         out.append(
             f"| {n} | {format_gb(gib_card)} | {max_params(gib_card, preset) / 1e9:.2f} "
             f"| {format_gb(gb_card)} | {max_params(gb_card, preset) / 1e9:.2f} |"
+        )
+    return "\n".join(out)
+
+
+def dtype_bytes_markdown() -> str:
+    """The bytes per number the calculator uses for each dtype.
+
+    >>> print(dtype_bytes_markdown().splitlines()[2])
+    | fp32 | 4 |
+    """
+    out = ["| dtype | bytes per number |", "|---|---:|"]
+    out += [f"| {name} | {size:.4g} |" for name, size in DTYPE_BYTES.items()]
+    return "\n".join(out)
+
+
+def weights_markdown(budgets: dict[str, Budget]) -> str:
+    """One line per budget: its weights in GB (10^9 bytes).
+
+    >>> weights_markdown({"infer-int8": estimate(7e9, preset="infer-int8")})
+    '- `infer-int8`: 7.0 GB of weights'
+    """
+    return "\n".join(
+        f"- `{name}`: {b.weights_bytes / GB:.1f} GB of weights" for name, b in budgets.items()
+    )
+
+
+def accumulation_markdown(budgets: dict[int, Budget]) -> str:
+    """Peak memory per micro-batch size, with the effective batch each gives.
+
+    ``budgets`` maps accumulation steps to the budget of that run.
+    """
+    out = []
+    for steps, b in budgets.items():
+        micro = b.shape.batch if b.shape else "?"
+        out.append(
+            f"- micro-batch {micro} x {steps} steps: effective batch {b.effective_batch}, "
+            f"peak {b.total_bytes / GB:.1f} GB ({b.peak_phase})"
+        )
+    return "\n".join(out)
+
+
+def inference_markdown(budgets: dict[str, Budget]) -> str:
+    """Inference budgets: weights, KV cache and peak, in GB (10^9 bytes)."""
+    out = ["| preset | weights (GB) | KV cache (GB) | peak (GB) |", "|---|---:|---:|---:|"]
+    for name, b in budgets.items():
+        out.append(
+            f"| {name} | {b.weights_bytes / GB:.1f} | {b.kv_cache_bytes / GB:.1f} | "
+            f"{b.total_bytes / GB:.1f} |"
         )
     return "\n".join(out)

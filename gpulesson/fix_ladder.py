@@ -439,3 +439,15 @@ def ladder_budget_markdown() -> str:
             f"{effective if effective is not None else '—'} |"
         )
     return "\n".join(lines)
+
+
+def steps_markdown(steps: tuple[Step, ...]) -> str:
+    """A numbered list of steps, the free ones marked.
+
+    >>> steps_markdown((Step("Smaller batch", "why", free=True),))
+    '1. **Smaller batch** *(free)*'
+    """
+    return "\n".join(
+        f"{i}. **{step.action}**{' *(free)*' if step.free else ''}"
+        for i, step in enumerate(steps, 1)
+    )
