@@ -44,6 +44,7 @@ from gpulesson.units import MIB
 # machine was busy or the operation is too short to time well. Same threshold
 # as torch.utils.benchmark's Measurement uses for its own warning.
 SPREAD_WARNING_IQR_SHARE = 0.10
+MIN_SAMPLES = 5  # fewest timed blocks behind a median and its spread
 
 DEVICES = ("cuda", "mps", "cpu")
 DTYPES = ("fp32", "tf32", "bf16", "fp16")
@@ -357,7 +358,9 @@ def time_samples(
     """Warm up, then time ``fn`` with ``blocked_autorange``; (seconds per call, calls per sample).
 
     The Timer picks a block size so clock overhead is negligible, then repeats
-    blocks until ``min_run_time_s`` has passed; each block is one sample.
+    blocks until ``min_run_time_s`` has passed; each block is one sample. On a
+    busy machine a single block can use up the time, so blocks are added until
+    there are at least ``MIN_SAMPLES``: a median and a spread need several.
     """
     for _ in range(warmup):
         fn()
@@ -366,7 +369,11 @@ def time_samples(
         stmt="fn()", globals={"fn": fn}, timer=barrier_clock(device), num_threads=threads
     )
     measurement = timer.blocked_autorange(min_run_time=min_run_time_s)
-    return tuple(float(t) for t in measurement.times), int(measurement.number_per_run)
+    number = int(measurement.number_per_run)
+    times = [float(t) for t in measurement.times]
+    while len(times) < MIN_SAMPLES:
+        times.append(float(timer.timeit(number).times[0]))
+    return tuple(times), number
 
 
 def naive_samples(
@@ -429,7 +436,7 @@ def measure_matmul(
     """Time an n x n matmul honestly: warm-up, barriers, median of many samples.
 
     >>> r = measure_matmul(32, min_run_time_s=0.01)
-    >>> r.n, r.flops, r.repeats > 1, r.flop_per_s > 0
+    >>> r.n, r.flops, r.repeats >= MIN_SAMPLES, r.flop_per_s > 0
     (32, 65536, True, True)
     """
     check_sizes([n])

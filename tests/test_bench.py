@@ -374,3 +374,11 @@ def test_gpu_matmul_has_no_nan(dtype):
     torch.cuda.synchronize()
     assert not torch.isnan(out).any().item()
     assert math.isfinite(bench.measure_matmul(1024, "cuda", dtype, min_run_time_s=0.05).flop_per_s)
+
+
+def test_time_samples_keeps_at_least_min_samples_on_a_busy_machine():
+    # A run time far below one block's duration: blocked_autorange alone may return one block.
+    samples, calls = bench.time_samples(lambda: torch.ones(256, 256).sum(), "cpu", 1, 1e-9, 0)
+    assert len(samples) >= bench.MIN_SAMPLES
+    assert calls >= 1
+    assert all(s > 0 for s in samples)

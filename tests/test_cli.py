@@ -40,3 +40,20 @@ def test_unknown_option_exits_2_with_one_line():
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert "--jsno" in result.stderr
+
+
+def test_a_closed_pipe_is_not_a_traceback():
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes
+    result = subprocess.run(
+        [sys.executable, "-m", "gpulesson", "probe", "--json"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    os.close(write_end)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0
