@@ -39,10 +39,6 @@ LAUNCH_ARGS = [
     "--no-first-run",
 ]
 SERIOUS = ("serious", "critical")
-# mkdocs-jupyter renders the notebook pages with its own styles (prompt colours,
-# unlabelled anchor links), which labs.css does not restyle; they are scanned
-# separately once that is fixed.
-AXE_SKIPPED_PREFIXES = ("notebooks/",)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -304,8 +300,6 @@ def test_no_serious_accessibility_violations(built_site: Path, site_url: str, br
     try:
         found = []
         for path in _pages(built_site):
-            if path.lstrip("/").startswith(AXE_SKIPPED_PREFIXES):
-                continue
             page = w.open(site_url + path.lstrip("/"))
             page.add_script_tag(path=str(script))
             result = page.evaluate("async () => await axe.run(document)")
