@@ -133,7 +133,7 @@ def stamp_html(record: BuildRecord, record_url: str) -> str:
     cuda = f" (CUDA {record.torch_cuda_build})" if record.torch_cuda_build else ""
     return (
         '<div class="gl-stamp" markdown="0">'
-        f"Figures on this page were computed when the site was built, on "
+        f"The output on this page was computed when the site was built, on "
         f"<strong>{device_label(record)}</strong> · torch {record.torch_version}{cuda} · "
         f"commit <code>{record.git_commit}</code> · {record.built_at_utc} · "
         f'<a href="{record_url}">build record</a></div>'
