@@ -19,16 +19,17 @@ import html
 import json
 from dataclasses import asdict, dataclass
 
-# Teaching rates from the source lesson (seed 004): a laptop CPU at about
-# 50 GFLOP/s, a modest GPU at 1.25 TFLOP/s effective, and 5 ms of launch and
-# Python overhead per GPU call. Chosen so every figure can be checked by hand.
-TEACHING_CPU_FLOP_PER_S = 5e10
-TEACHING_GPU_FLOP_PER_S = 1.25e12
-TEACHING_LAUNCH_S = 5e-3
-# The lane counts behind the source's width estimate: 8 cores at 4 GHz against
-# 2,560 lanes at 1.6 GHz.
-TEACHING_CPU_CORES = 8
-TEACHING_GPU_LANES = 2560
+from gpulesson.teaching import LaneEstimate, TeachingTiming
+
+# The source lesson's teaching figures live once, in gpulesson.teaching: the
+# race runs at the rates its example timings imply (5.0 s and 0.20 s for a
+# 5000 x 5000 matmul, 5 ms of launch per GPU call) and the lane counts of its
+# width estimate.
+TEACHING = TeachingTiming()
+LANES = LaneEstimate()
+TEACHING_CPU_FLOP_PER_S = TEACHING.cpu_flop_per_s
+TEACHING_GPU_FLOP_PER_S = TEACHING.gpu_flop_per_s
+TEACHING_LAUNCH_S = TEACHING.launch_s
 RACE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
@@ -104,12 +105,7 @@ class StopwatchReading:
         return self.cpu_s / self.measured_s
 
 
-def stopwatch(
-    synchronized: bool,
-    cpu_s: float = 5.0,
-    kernel_s: float = 0.20,
-    launch_s: float = TEACHING_LAUNCH_S,
-) -> StopwatchReading:
+def stopwatch(synchronized: bool, timing: TeachingTiming = TEACHING) -> StopwatchReading:
     """The reading for the source's teaching numbers: CPU 5.0 s, kernel 0.20 s, launch 5 ms.
 
     Without synchronize the clock stops once the launch returns.
@@ -117,8 +113,8 @@ def stopwatch(
     >>> round(stopwatch(False).claimed_speedup), round(stopwatch(True).claimed_speedup)
     (1000, 24)
     """
-    measured = launch_s + kernel_s if synchronized else launch_s
-    return StopwatchReading(synchronized, measured, cpu_s)
+    measured = timing.gpu_honest_s if synchronized else timing.gpu_naive_s
+    return StopwatchReading(synchronized, measured, timing.cpu_s)
 
 
 def timing_markdown() -> str:
@@ -372,11 +368,15 @@ def labs_data() -> dict:
             "cpu_flop_per_s": TEACHING_CPU_FLOP_PER_S,
             "gpu_flop_per_s": TEACHING_GPU_FLOP_PER_S,
             "launch_s": TEACHING_LAUNCH_S,
-            "cpu_cores": TEACHING_CPU_CORES,
-            "gpu_lanes": TEACHING_GPU_LANES,
+            "cpu_cores": LANES.cpu_cores,
+            "gpu_lanes": LANES.gpu_lanes,
             "sizes": list(RACE_SIZES),
         },
-        "timing": {"cpu_s": 5.0, "kernel_s": 0.20, "launch_s": TEACHING_LAUNCH_S},
+        "timing": {
+            "cpu_s": TEACHING.cpu_s,
+            "kernel_s": TEACHING.kernel_s,
+            "launch_s": TEACHING.launch_s,
+        },
         "cost": {"source": RATES_SOURCE, "rates": [asdict(c) for c in EXAMPLE_RATES]},
         "dispatch": {
             "machines": [{"key": k, "label": label} for k, label in MACHINES],

@@ -32,6 +32,21 @@ class TeachingTiming:
     n: int = 5000
 
     @property
+    def flops(self) -> float:
+        """2n^3 for the example matmul."""
+        return 2.0 * self.n**3
+
+    @property
+    def cpu_flop_per_s(self) -> float:
+        """The CPU rate these timings imply: 2.5 x 10^11 FLOPs in 5.0 s is 5 x 10^10."""
+        return self.flops / self.cpu_s
+
+    @property
+    def gpu_flop_per_s(self) -> float:
+        """The GPU kernel rate these timings imply: 2.5 x 10^11 FLOPs in 0.20 s."""
+        return self.flops / self.kernel_s
+
+    @property
     def gpu_honest_s(self) -> float:
         """With the closing barrier the clock sees the launch and the kernel."""
         return self.kernel_s + self.launch_s
