@@ -1,4 +1,4 @@
-"""gpulesson.bench: result arithmetic, barriers per backend, the sweep, the CLI, the snippet."""
+"""gpulesson.timing.bench: result arithmetic, barriers per backend, the sweep, CLI, snippet."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 import torch
 
-from gpulesson import bench, bench_render, cli, cli_bench
-from gpulesson.bench import MatmulResult, OpResult
+from gpulesson import cli
+from gpulesson.cli import bench as cli_bench
+from gpulesson.timing import bench
+from gpulesson.timing import render as bench_render
+from gpulesson.timing.bench import MatmulResult, OpResult
 
 REPO = Path(__file__).resolve().parent.parent
 HAS_CUDA = torch.cuda.is_available()

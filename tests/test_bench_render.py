@@ -1,4 +1,4 @@
-"""gpulesson.bench_render and gpulesson.teaching: teaching figures, FLOP tables, JSON."""
+"""gpulesson.timing.render and gpulesson.timing.teaching: teaching figures, FLOP tables, JSON."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from gpulesson import bench, bench_render, teaching
-from gpulesson.bench import MatmulResult
+from gpulesson.timing import bench, teaching
+from gpulesson.timing import render as bench_render
+from gpulesson.timing.bench import MatmulResult
 
 
 def _sweep_result(device: str, n: int, seconds: float) -> MatmulResult:

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from gpulesson import labs
+from gpulesson.site import labs
 
 CHROMIUM = os.environ.get("CHROMIUM") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
@@ -247,9 +247,9 @@ PLANNER_GRID = [
 
 
 def test_planner_matches_gpulesson_budget(site_url: str, watched):
-    budget = pytest.importorskip("gpulesson.budget")
+    budget = pytest.importorskip("gpulesson.memory.budget")
     if not hasattr(budget, "planner_data"):
-        pytest.skip("gpulesson.budget has no planner_data yet")
+        pytest.skip("gpulesson.memory.budget has no planner_data yet")
     data = budget.planner_data()
     page = watched.open(site_url + "lessons/budget/")
     box = '.gl-lab[data-lab="planner"]'

@@ -1,4 +1,4 @@
-"""gpulesson.budget: the sources' arithmetic, the phase peak, levers, capacity, planner data."""
+"""gpulesson.memory.budget: the sources' arithmetic, phase peak, levers, capacity, planner."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from gpulesson import budget, budget_render
-from gpulesson.budget import GB, GIB, TransformerShape, estimate
+from gpulesson.memory import budget
+from gpulesson.memory import render as budget_render
+from gpulesson.memory.budget import GB, GIB, TransformerShape, estimate
 
 GPT2_SMALL = TransformerShape(vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=8)
 

@@ -24,7 +24,7 @@ def test_napkin_budget_prints_the_four_ledgers():
 
 
 def test_napkin_budget_agrees_with_the_package():
-    from gpulesson.budget import estimate
+    from gpulesson.memory.budget import estimate
 
     for recipe in ("bf16", "mixed-fp32-master", "sgd", "qlora"):
         result = run("--params", "7e9", "--recipe", recipe)

@@ -1,4 +1,4 @@
-"""gpulesson.charts: valid SVG, theme-following colours, labelled axes, honest scales."""
+"""gpulesson.timing.charts: valid SVG, theme-following colours, labelled axes, honest scales."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from gpulesson import charts
-from gpulesson.charts import Point, Series
+from gpulesson.timing import charts
+from gpulesson.timing.charts import Point, Series
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

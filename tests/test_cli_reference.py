@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpulesson.cli import build_parser
-from gpulesson.cli_reference import _subcommands, to_markdown
+from gpulesson.cli.reference import _subcommands, to_markdown
 
 
 def test_every_subcommand_and_option_is_documented():

@@ -1,4 +1,4 @@
-"""gpulesson.diagnose: every kind and wording in the corpus, the verdict rules, the CLI."""
+"""gpulesson.errors.diagnose: every kind and wording in the corpus, the verdict rules, the CLI."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson import diagnose as dg
-from gpulesson import diagnose_render, error_examples, fix_ladder
+from gpulesson.errors import diagnose as dg
+from gpulesson.errors import examples as error_examples
+from gpulesson.errors import fix_ladder
+from gpulesson.errors import render as diagnose_render
 from gpulesson.units import GIB, MIB
 
 CORPUS = Path(__file__).resolve().parent / "data" / "errors"

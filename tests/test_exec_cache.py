@@ -14,9 +14,9 @@ from pathlib import Path
 import markdown
 import pytest
 
-from gpulesson import exec_cache, exec_timing
 from gpulesson.probe import DriverInfo, GpuDevice, probe
-from gpulesson.provenance import BuildRecord, collect_build_record, stamp_html
+from gpulesson.site import exec_cache, exec_timing
+from gpulesson.site.provenance import BuildRecord, collect_build_record, stamp_html
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -354,7 +354,7 @@ def _site(tmp_path: Path, prose: str) -> Path:
     (docs / "index.md").write_text(_page(tmp_path / "runs", prose))
     (project / "mkdocs.yml").write_text(
         "site_name: cache test\nstrict: true\n"
-        f"hooks:\n  - {package / 'site_hooks.py'}\n"
+        f"hooks:\n  - {package / 'site' / 'hooks.py'}\n"
         "plugins:\n  - markdown-exec:\n      languages: [bash, console, pycon]\n"
         "markdown_extensions:\n  - tables\n  - pymdownx.superfences\n"
     )
@@ -434,7 +434,7 @@ def test_without_markdown_exec_private_runner_blocks_still_run(tmp_path, cache, 
 def test_a_damaged_template_cache_file_is_recompiled(tmp_path):
     import jinja2
 
-    from gpulesson.site_hooks import SafeBytecodeCache
+    from gpulesson.site.hooks import SafeBytecodeCache
 
     def render() -> str:
         env = jinja2.Environment(

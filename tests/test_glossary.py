@@ -7,7 +7,7 @@ import re
 
 import markdown
 
-from gpulesson import glossary
+from gpulesson.site import glossary
 
 REQUIRED = ("CUDA", "cuDNN", "Tensor Cores", "NVLink", "MIG", "HBM", "SM", "PCIe", "VRAM", "MPS")
 

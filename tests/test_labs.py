@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from gpulesson import labs, site_labs
+from gpulesson.site import labs
+from gpulesson.site import labs_hook as site_labs
 
 
 def test_race_has_a_crossover_where_the_gpu_starts_to_win():
@@ -82,9 +83,9 @@ def test_timing_lab_uses_measured_numbers_when_given():
 
 
 def _budget():
-    budget = pytest.importorskip("gpulesson.budget")
+    budget = pytest.importorskip("gpulesson.memory.budget")
     if not hasattr(budget, "planner_data"):
-        pytest.skip("gpulesson.budget has no planner_data yet")
+        pytest.skip("gpulesson.memory.budget has no planner_data yet")
     return budget
 
 

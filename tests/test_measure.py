@@ -1,12 +1,12 @@
-"""gpulesson.measure and gpulesson.gpt2: a measured step, and the estimate against it."""
+"""gpulesson.memory.measure and .gpt2: a measured step, and the estimate against it."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from gpulesson.gpt2 import GPT2, GPT2Config, parameter_count
-from gpulesson.measure import (
+from gpulesson.memory.gpt2 import GPT2, GPT2Config, parameter_count
+from gpulesson.memory.measure import (
     accuracy_summary,
     accuracy_to_markdown,
     build_cases,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson import notebooks as nbgen
-from gpulesson import site_notebooks
+from gpulesson.site import notebooks as nbgen
+from gpulesson.site import notebooks_hook as site_notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / nbgen.NOTEBOOK_DIR).glob("*.ipynb"))

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpulesson import quizzes, site_labs
+from gpulesson.site import labs_hook as site_labs
+from gpulesson.site import quizzes
 
 LESSONS = Path(__file__).resolve().parent.parent / "docs" / "lessons"
 

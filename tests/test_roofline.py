@@ -1,11 +1,12 @@
-"""gpulesson.roofline: the roof's arithmetic, the regimes, and a small measured roofline."""
+"""gpulesson.timing.roofline: the roof's arithmetic, the regimes, and a small measured roofline."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpulesson import bench, bench_render, roofline
-from gpulesson.bench import OpResult
+from gpulesson.timing import bench, roofline
+from gpulesson.timing import render as bench_render
+from gpulesson.timing.bench import OpResult
 
 
 def test_roofline_ridge_ceiling_and_regimes():

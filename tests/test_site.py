@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpulesson import site_hooks
-from gpulesson.provenance import BuildRecord
+from gpulesson.site import hooks as site_hooks
+from gpulesson.site.provenance import BuildRecord
 
 from .conftest import mkdocs_build
 

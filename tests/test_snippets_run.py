@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpulesson.notebooks import SNIPPET_RUNS
+from gpulesson.site.notebooks import SNIPPET_RUNS
 
 REPO = Path(__file__).resolve().parent.parent
 SNIPPETS = sorted((REPO / "snippets").glob("*.py"))

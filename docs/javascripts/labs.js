@@ -1,8 +1,8 @@
 /* Interactive labs, quizzes and flashcards for the GPU course.
  *
  * Plain JavaScript, no dependencies, served from the site. Every number the
- * labs use comes from JSON written at build time by gpulesson/site_labs.py
- * (assets/labs/*.json); the planner's formula is the one in gpulesson.budget.
+ * labs use comes from JSON written at build time by gpulesson/site/labs_hook.py
+ * (assets/labs/*.json); the planner's formula is the one in gpulesson.memory.budget.
  * Each lab fills a container <div class="gl-lab" data-lab="NAME">; without
  * JavaScript the page still shows the static table printed next to it.
  */
@@ -416,8 +416,8 @@
 
   /* ------------------------------------------------------------- planner */
 
-  /* The formula of gpulesson.budget.planner_data (see its docstring), step for
-     step as gpulesson.labs.plan runs it; the tests compare all three. */
+  /* The formula of gpulesson.memory.budget.planner_data (see its docstring), step for
+     step as gpulesson.site.labs.plan runs it; the tests compare all three. */
   function plan(data, x) {
     var r = data.recipes[x.recipe];
     var trainable = r.adapters ? x.params * x.fraction : (r.inference ? 0 : x.params);
@@ -507,7 +507,7 @@
     [params, batch, sequence, hidden, layers, fraction].forEach(function (i) { i.addEventListener("input", update); });
     [optimizer, ckpt].forEach(function (i) { i.addEventListener("change", update); });
     recipe.addEventListener("change", recipeChanged);
-    box.appendChild(badge("Computed in your browser from gpulesson.budget's coefficients (planner.json, " +
+    box.appendChild(badge("Computed in your browser from gpulesson.memory.budget's coefficients (planner.json, " +
       "written at build). GB = 10⁹ bytes. Activations use " + data.activation.per_layer_bsh.none +
       " values per layer per token per hidden unit, 1 with full checkpointing."));
     box.appendChild(field("Model size (billions of parameters)", params));

@@ -1,4 +1,4 @@
-"""How close is gpulesson.budget to a measured training step? Estimate vs measured peak.
+"""How close is gpulesson.memory.budget to a measured training step? Estimate vs measured peak.
 
 For a grid of small GPT-2 models (fp32 and bf16, eager and SDPA attention, with
 and without checkpointing, SGD and AdamW) it prints the estimate, the measured
@@ -18,7 +18,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gpulesson.measure import (
+    from gpulesson.memory.measure import (
         TUNED_SHAPES,
         UNTUNED_SHAPES,
         accuracy_summary,

@@ -1,4 +1,4 @@
-"""gpulesson.bench against torch.utils.benchmark on the same 2048 x 2048 fp32 matmul.
+"""gpulesson.timing.bench against torch.utils.benchmark on the same 2048 x 2048 fp32 matmul.
 
 Prints each tool's median rate (GFLOP/s) at the same shape and thread count, and
 their ratio; rounds alternate which tool goes first, so that a busy machine slows both.
@@ -15,7 +15,7 @@ import statistics
 import torch
 from torch.utils import benchmark
 
-from gpulesson.bench import matmul_flops, measure_matmul
+from gpulesson.timing.bench import matmul_flops, measure_matmul
 
 
 def torch_rate(n: int, threads: int, min_run_time_s: float) -> float:

@@ -1,14 +1,14 @@
 """MkDocs hooks for the labs, quizzes, flashcards and glossary tooltips.
 
-Named in ``mkdocs.yml`` under ``hooks:`` after ``gpulesson/site_hooks.py``.
+Named in ``mkdocs.yml`` under ``hooks:`` after ``gpulesson/site/hooks.py``.
 
 - ``on_page_markdown`` appends a quiz section to each lesson that has one in
-  :mod:`gpulesson.quizzes` (an interactive container plus a static copy that
+  :mod:`gpulesson.site.quizzes` (an interactive container plus a static copy that
   works without JavaScript), and appends the glossary's abbreviation lines to
   every page so each term gets a tooltip wherever it appears.
 - ``on_post_build`` writes the JSON the lab script reads into
   ``assets/labs/``: ``labs.json`` (labs), ``quizzes.json``, ``glossary.json``
-  and ``planner.json`` (from :func:`gpulesson.budget.planner_data`, so the
+  and ``planner.json`` (from :func:`gpulesson.memory.budget.planner_data`, so the
   planner widget and the package share one formula).
 """
 
@@ -18,7 +18,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpulesson import glossary, labs, quizzes
+from gpulesson.site import glossary
+
+from gpulesson.site import labs
+
+from gpulesson.site import quizzes
 
 LABS_DIR = "assets/labs"
 QUIZ_HEADING = "## Check yourself"
@@ -62,9 +66,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 
 def planner_json() -> str | None:
-    """The planner's data from gpulesson.budget, or None while budget.py has no planner_data."""
+    """The planner's data from gpulesson.memory.budget, or None while budget.py has no planner_data."""
     try:
-        from gpulesson import budget
+        from gpulesson.memory import budget
     except ImportError:
         return None
     data = getattr(budget, "planner_data", None)

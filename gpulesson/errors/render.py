@@ -1,8 +1,8 @@
-"""Render a :class:`~gpulesson.diagnose.Diagnosis`: JSON, terminal text, Markdown.
+"""Render a :class:`~gpulesson.errors.diagnose.Diagnosis`: JSON, terminal text, Markdown.
 
-One job: turn what :func:`gpulesson.diagnose.diagnose` returns into output.
+One job: turn what :func:`gpulesson.errors.diagnose.diagnose` returns into output.
 The Markdown renderers also diagnose the constructed messages of
-:data:`gpulesson.error_examples.EXAMPLES` for the lessons.
+:data:`gpulesson.errors.examples.EXAMPLES` for the lessons.
 
 Used by the lessons ``lessons/oom.md`` and ``lessons/cuda-errors.md``, and by
 ``gpulesson diagnose``.
@@ -18,8 +18,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from gpulesson.diagnose import Diagnosis, diagnose, format_bytes
-from gpulesson.error_examples import EXAMPLES
+from gpulesson.errors.diagnose import Diagnosis, diagnose, format_bytes
+from gpulesson.errors.examples import EXAMPLES
 
 _NUMBER_ROWS: tuple[tuple[str, str], ...] = (
     ("requested_bytes", "Requested (one allocation)"),

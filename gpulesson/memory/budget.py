@@ -27,13 +27,13 @@ The algorithm, for one GPU:
    never part of ``total_bytes``.
 
 The trade-off: the activation and temporary terms are fitted to the GPT-2
-architecture of ``gpulesson.gpt2`` as PyTorch runs it; another architecture or
+architecture of ``gpulesson.memory.gpt2`` as PyTorch runs it; another architecture or
 kernel saves different tensors. ``tests/benchmarks/bench_budget_accuracy.py``
 checks the estimate against measured steps.
 
 Used by the lessons ``lessons/memory.md``, ``lessons/budget.md`` and
 ``lessons/capacity.md``, and by ``gpulesson budget``.
-The tables and reports that show a budget live in :mod:`gpulesson.budget_render`.
+The tables and reports that show a budget live in :mod:`gpulesson.memory.render`.
 
 >>> round(estimate(7e9, preset="bf16").total_bytes / GB)
 84

@@ -1,9 +1,9 @@
 """Memory traffic and the roofline: bandwidth, matmul peak and where operations sit.
 
-Every measurement here is timed by ``gpulesson.bench`` (warm-up, barriers, median
+Every measurement here is timed by ``gpulesson.timing.bench`` (warm-up, barriers, median
 of many samples) and keeps its FLOP and byte counts beside its time, so the
 roofline's bandwidth roof, compute roof and ridge point all come from this build's
-machine. Used by the lesson ``roofline.md``; ``gpulesson.bench_render`` renders it.
+machine. Used by the lesson ``roofline.md``; ``gpulesson.timing.render`` renders it.
 
 >>> Roofline("cpu", OpResult("copy", "cpu", "fp32", 1, (1.0,), 0, 10**10),
 ...          OpResult("mm", "cpu", "fp32", 1, (1.0,), 10**11, 10**8), ()).ridge_flop_per_byte
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from gpulesson.bench import (
+from gpulesson.timing.bench import (
     _TORCH_DTYPES,
     DevicePlan,
     OpResult,

@@ -1,13 +1,13 @@
 """Render a memory budget: JSON, the terminal ledger, and the lessons' Markdown tables.
 
-One job: turn what :mod:`gpulesson.budget` computes (a :class:`~gpulesson.budget.Budget`,
+One job: turn what :mod:`gpulesson.memory.budget` computes (a :class:`Budget`,
 capacity rows, the named recipes, fit verdicts) into output; nothing here
 computes a figure of its own.
 
 Used by the lessons ``lessons/memory.md``, ``lessons/budget.md`` and
 ``lessons/capacity.md``, and by ``gpulesson budget``.
 
->>> from gpulesson.budget import estimate
+>>> from gpulesson.memory.budget import estimate
 >>> to_text(estimate(7e9, preset="bf16")).splitlines()[0]
 'preset bf16: 7,000,000,000 parameters (7,000,000,000 trainable)'
 """
@@ -18,7 +18,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from gpulesson.budget import (
+from gpulesson.memory.budget import (
     DTYPE_BYTES,
     HEADROOM,
     OPTIMIZER_STATES,

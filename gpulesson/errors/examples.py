@@ -4,7 +4,7 @@ One job: hold the teaching examples. They follow PyTorch's wordings; the
 numbers are made up, and every page that shows one labels it as an example.
 
 Used by the lessons ``lessons/oom.md``, ``lessons/fix-ladder.md`` and
-``lessons/cuda-errors.md`` (through :mod:`gpulesson.diagnose_render`).
+``lessons/cuda-errors.md`` (through :mod:`gpulesson.errors.render`).
 
 >>> "Tried to allocate 2.00 GiB" in EXAMPLES["fragmentation"]
 True

@@ -8,7 +8,7 @@ published as GPU figures.
 Before each build (``mkdocs serve`` rebuilds included) every imported
 ``gpulesson`` module is forgotten and imported again, so an edit to the package
 shows on the next rebuild without a restart. Executed Python blocks go through
-``gpulesson.exec_cache`` (a disk cache keyed by code, package, torch and device);
+``gpulesson.site.exec_cache`` (a disk cache keyed by code, package, torch and device);
 the time each page spends in them is logged at the end of the build and
 written into the site as ``exec-timings.json``.
 """
@@ -27,9 +27,13 @@ import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
-from gpulesson import exec_cache, exec_timing, provenance
+from gpulesson.site import exec_cache
+
+from gpulesson.site import exec_timing
+
+from gpulesson.site import provenance
 from gpulesson import probe as probe_module
-from gpulesson.provenance import BuildRecord
+from gpulesson.site.provenance import BuildRecord
 
 RECORD_FILE = "build-record.json"
 REQUIRE_ENV = "GPULESSON_REQUIRE_DEVICE"
@@ -95,10 +99,10 @@ def _reload_package(config: Any) -> None:
         finally:
             sys.path[:] = saved_path
     if not any(vars(module) is globals() for module in hooks):  # imported, not a hook
-        exec_cache = importlib.import_module(f"{PACKAGE}.exec_cache")
-        exec_timing = importlib.import_module(f"{PACKAGE}.exec_timing")
+        exec_cache = importlib.import_module(f"{PACKAGE}.site.exec_cache")
+        exec_timing = importlib.import_module(f"{PACKAGE}.site.exec_timing")
         probe_module = importlib.import_module(f"{PACKAGE}.probe")
-        provenance = importlib.import_module(f"{PACKAGE}.provenance")
+        provenance = importlib.import_module(f"{PACKAGE}.site.provenance")
 
 
 def _set_up_exec_cache(config: Any, report: Any, record: BuildRecord) -> None:

@@ -2,7 +2,7 @@
 
 Every site build writes a ``BuildRecord`` as ``build-record.json``; every page
 with executed output shows ``stamp_html`` naming the device and linking to the
-record. Used by ``gpulesson/site_hooks.py`` and the home page.
+record. Used by ``gpulesson/site/hooks.py`` and the home page.
 
 >>> record = collect_build_record()
 >>> record.device_type in ("cuda", "mps", "cpu")
@@ -24,7 +24,7 @@ from gpulesson import __version__
 from gpulesson.probe import ProbeReport, probe
 from gpulesson.units import format_gb, format_gib
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 from mkdocs.structure.files import Files
 from mkdocs.utils import get_relative_url
 
-from gpulesson.notebooks import (
+from gpulesson.site.notebooks import (
     NOTEBOOK_DIR,
     Lesson,
     RepoLinks,

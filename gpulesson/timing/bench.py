@@ -15,8 +15,8 @@ The one hand-made loop is ``measure_matmul_naive``: it leaves out the closing
 barrier on purpose, to measure the "async illusion" (a single call, then the
 queue is drained outside the timed region; a library timer would hide the bug).
 
-Results are frozen dataclasses that keep their raw samples; ``gpulesson.bench_render``
-turns them into Markdown, text, JSON and SVG charts, and ``gpulesson.roofline``
+Results are frozen dataclasses that keep their raw samples; ``gpulesson.timing.render``
+turns them into Markdown, text, JSON and SVG charts, and ``gpulesson.timing.roofline``
 builds its memory-traffic measurements on this module's timer. Used by the lessons
 ``why-gpus.md`` (the CPU-vs-GPU sweep) and ``timing.md`` (the async illusion) and by
 ``gpulesson bench``.

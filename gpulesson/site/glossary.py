@@ -1,7 +1,7 @@
 """The course glossary: one list of terms feeding the glossary page, tooltips and flashcards.
 
 Each term has the lazy one-liner people repeat and what it really means. The
-site hooks (``gpulesson/site_labs.py``) append :func:`abbreviations_markdown`
+site hooks (``gpulesson/site/labs_hook.py``) append :func:`abbreviations_markdown`
 to every page, so the ``abbr`` extension puts a tooltip on each term wherever it
 appears; ``docs/glossary.md`` prints :func:`to_markdown`; the flashcards read
 :func:`to_json`. Used by every lesson; listed in ``docs/glossary.md``.
@@ -406,7 +406,7 @@ TERMS: tuple[Term, ...] = (
 )
 
 _BY_NAME = {t.name: t for t in TERMS}
-LESSONS_DIR = Path(__file__).resolve().parent.parent / "docs" / "lessons"
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "docs" / "lessons"
 
 
 def existing_lessons(lessons_dir: Path = LESSONS_DIR) -> frozenset[str]:
@@ -429,7 +429,7 @@ def term(name: str) -> Term:
     if name in _BY_NAME:
         return _BY_NAME[name]
     close = [t.name for t in TERMS if t.name.lower() == name.lower()]
-    hint = f"e.g. {close[0]!r}" if close else "see gpulesson.glossary.TERMS"
+    hint = f"e.g. {close[0]!r}" if close else "see gpulesson.site.glossary.TERMS"
     raise ValueError(f"no glossary term {name!r}: names are case-sensitive, {hint}")
 
 

@@ -1,6 +1,6 @@
 """Lesson quizzes as data: every option carries the reason it is right or wrong.
 
-The site hooks (``gpulesson/site_labs.py``) append :func:`to_markdown` (a
+The site hooks (``gpulesson/site/labs_hook.py``) append :func:`to_markdown` (a
 static, no-JavaScript quiz with answers in collapsible blocks) and a container
 the quiz script fills from :func:`to_json` to each lesson whose file stem is a
 key of :data:`QUIZZES`. Questions come from the source lessons' quiz plus new
@@ -582,7 +582,7 @@ def to_markdown(stem: str) -> str:
     **Question 1.** An elementwise add of tw
     """
     if stem not in QUIZZES:
-        raise ValueError(f"no quiz for lesson {stem!r}: add one to gpulesson.quizzes.QUIZZES")
+        raise ValueError(f"no quiz for lesson {stem!r}: add one to gpulesson.site.quizzes.QUIZZES")
     blocks = []
     for i, q in enumerate(QUIZZES[stem], 1):
         letters = "ABCDEFG"[: len(q.options)]

@@ -7,7 +7,8 @@ import json
 import math
 import re
 
-from gpulesson import budget, budget_render
+from gpulesson.memory import budget
+from gpulesson.memory import render as budget_render
 from gpulesson.units import parse_size
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}

@@ -11,7 +11,7 @@ pass; ``attention="sdpa"`` calls ``scaled_dot_product_attention``, which keeps n
 seq x seq tensor when a fused kernel serves it. ``checkpointing=True`` keeps only
 each block's input and recomputes the block during the backward pass.
 
-Used by ``gpulesson.measure``, the accuracy benchmark and the lesson
+Used by ``gpulesson.memory.measure``, the accuracy benchmark and the lesson
 ``lessons/memory.md``.
 
 >>> config = GPT2Config(vocab_size=64, seq_len=8, hidden=16, heads=2, layers=1)

@@ -5,7 +5,7 @@ includes (its ``--8<-- "name.py"`` lines) and its "## Exercises" section. The
 snippet cells hold each file verbatim, so a notebook cannot drift from the
 file the page shows and the tests run; ``tests/test_notebooks.py`` fails when a
 committed notebook differs from what this module generates. Regenerate all of
-them with ``python -m gpulesson.notebooks`` (``--check`` only reports).
+them with ``python -m gpulesson.site.notebooks`` (``--check`` only reports).
 
 Steps, per lesson: read the title, the included snippets (first appearance
 order) and the exercises; emit a runtime-check cell, then for each snippet a
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = "docs/notebooks"
-REGENERATE = "python -m gpulesson.notebooks"
+REGENERATE = "python -m gpulesson.site.notebooks"
 
 
 @dataclass(frozen=True)
@@ -637,7 +637,7 @@ def write_notebooks(root: Path = REPO_ROOT) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Regenerate the companion notebooks (or, with --check, list the stale ones)."""
     parser = argparse.ArgumentParser(
-        prog="python -m gpulesson.notebooks",
+        prog="python -m gpulesson.site.notebooks",
         description="Regenerate docs/notebooks/*.ipynb from the lessons and snippets/.",
     )
     parser.add_argument(

@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import TextIO
 
-from gpulesson import bench, bench_render
+from gpulesson.timing import bench
+from gpulesson.timing import render as bench_render
 
 PROGRESS_AFTER_S = 2.0  # shorter runs finish before a progress line would help
 

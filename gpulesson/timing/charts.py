@@ -6,7 +6,7 @@ flips), and data colours come from CSS variables (``--gl-chart-0`` ...,
 defined per colour scheme in ``docs/stylesheets/charts.css``) with fallbacks
 that read on both white and near-black backgrounds. Both axes are logarithmic,
 which suits the quantities the course plots (sizes, FLOP/s, FLOP per byte).
-Used through ``gpulesson.bench_render`` by the lessons ``why-gpus.md`` and ``roofline.md``.
+Used through ``gpulesson.timing.render`` by the lessons ``why-gpus.md`` and ``roofline.md``.
 
 >>> svg = line_chart([Series("cpu", ((64.0, 10.0), (128.0, 20.0)))], "n", "GFLOP/s", "t")
 >>> svg.startswith('<figure class="gl-chart">') and "currentColor" in svg

@@ -1,11 +1,11 @@
 """Rendering of timing, roofline and teaching results: Markdown, text, JSON and SVG.
 
-Compute functions in ``gpulesson.bench``, ``gpulesson.roofline`` and
-``gpulesson.teaching`` return data; the functions here turn that data into what a
+Compute functions in ``gpulesson.timing.bench``, ``gpulesson.timing.roofline`` and
+``gpulesson.timing.teaching`` return data; the functions here turn that data into what a
 lesson page or the terminal shows. Used by the lessons ``why-gpus.md``,
 ``timing.md`` and ``roofline.md`` and by ``gpulesson bench``.
 
->>> from gpulesson.bench import MatmulResult
+>>> from gpulesson.timing.bench import MatmulResult
 >>> print(to_markdown([MatmulResult("cpu", "fp32", 64, 1, (0.001,))]).splitlines()[2])
 | 64 | 1 | 0 | 1 | 1 | 1 | 5.24e+05 | 0.5 |
 """
@@ -17,8 +17,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from gpulesson import charts
-from gpulesson.bench import (
+from gpulesson.timing import charts
+from gpulesson.timing.bench import (
     NO_CUDA_TEXT,
     SPREAD_WARNING_IQR_SHARE,
     IllusionResult,
@@ -29,14 +29,14 @@ from gpulesson.bench import (
     barrier_name,
     matmul_flops,
 )
-from gpulesson.roofline import (
+from gpulesson.timing.roofline import (
     SOURCE_ON_DEVICE_TB_PER_S,
     SOURCE_PCIE_GB_PER_S,
     LinkBandwidth,
     PrecisionTraffic,
     Roofline,
 )
-from gpulesson.teaching import LaneEstimate, TeachingTiming
+from gpulesson.timing.teaching import LaneEstimate, TeachingTiming
 from gpulesson.units import GB, MIB
 
 

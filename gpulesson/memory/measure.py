@@ -20,7 +20,7 @@ device on a CPU-only torch, which can abort the process.
 
 Used by ``tests/benchmarks/bench_budget_accuracy.py`` and ``lessons/memory.md``.
 
->>> from gpulesson.gpt2 import GPT2Config
+>>> from gpulesson.memory.gpt2 import GPT2Config
 >>> m = measure_gpt2(GPT2Config(vocab_size=256, seq_len=32, hidden=64, heads=4, layers=2),
 ...                  batch=2, mode="fake")
 >>> m.method, m.peak_phase
@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gpulesson.gpt2 import GPT2, GPT2Config
+from gpulesson.memory.gpt2 import GPT2, GPT2Config
 
 OPTIMIZERS = ("sgd", "sgd-momentum", "adamw")
 DTYPES: dict[str, torch.dtype] = {
@@ -360,8 +360,8 @@ TARGET_MEDIAN_ERROR = 0.05
 
 
 def estimate_case(case: AccuracyCase, foreach: bool = False) -> Any:
-    """The budget ``gpulesson.budget.estimate`` gives for a case."""
-    from gpulesson.budget import TransformerShape, estimate
+    """The budget ``gpulesson.memory.budget.estimate`` gives for a case."""
+    from gpulesson.memory.budget import TransformerShape, estimate
 
     c = case.config
     return estimate(

@@ -1,6 +1,6 @@
 """Per-page execution time of a site build: which pages are slow, and why.
 
-``site_hooks`` opens a page in ``on_page_markdown`` and closes it in
+``site.hooks`` opens a page in ``on_page_markdown`` and closes it in
 ``on_page_content``; ``exec_cache`` reports every executed block in between.
 The summary goes to the build log and, as ``exec-timings.json``, into the site.
 

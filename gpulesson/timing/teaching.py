@@ -2,7 +2,7 @@
 
 These numbers are chosen to be checkable by hand and are shown on a page only
 under a "teaching estimate" label with their arithmetic beside them
-(``gpulesson.bench_render.teaching_timing_markdown`` and
+(``gpulesson.timing.render.teaching_timing_markdown`` and
 ``lane_estimate_markdown``). Used by the lessons ``timing.md`` (the async
 illusion's example timings) and ``why-gpus.md`` (the lane-width comparison).
 

@@ -2,7 +2,7 @@
 
 markdown-exec runs every ``python exec="on"`` block on every build. This
 module's ``formatter`` and ``validator`` replace markdown-exec's for Python
-(``site_hooks.on_config`` registers them): a block's printed output is stored
+(``site.hooks.on_config`` registers them): a block's printed output is stored
 under a key made of
 
 * the block's code (snippet files pulled in with ``--8<--`` are already inside it)
@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulesson import exec_timing
+from gpulesson.site import exec_timing
 
 FRESH_ENV = "GPULESSON_FRESH"
 CACHE_DIR_ENV = "GPULESSON_CACHE_DIR"
@@ -51,7 +51,7 @@ SCHEMA = 1
 LANGUAGES = ("python", "py")
 _KEY_ENV_EXCLUDED = (FRESH_ENV, CACHE_DIR_ENV)
 
-log = logging.getLogger("mkdocs.plugins.gpulesson.exec_cache")
+log = logging.getLogger("mkdocs.plugins.gpulesson.site.exec_cache")
 
 
 @dataclass(frozen=True)

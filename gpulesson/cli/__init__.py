@@ -1,6 +1,6 @@
 """The ``gpulesson`` command line: one subcommand per module.
 
-Each subcommand lives in ``gpulesson/cli_<name>.py`` with a ``register``
+Each subcommand lives in ``gpulesson/cli/<name>.py`` with a ``register``
 function. Bad input exits 2 with one line on stderr naming the problem and
 the fix: argparse errors through ``_Parser.error``, and any ``ValueError``
 raised by the API through ``main``. Output is plain text unless ``--json``.
@@ -13,7 +13,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gpulesson import __version__, cli_bench, cli_budget, cli_diagnose, cli_probe
+from gpulesson import __version__
+from gpulesson.cli import bench as cli_bench
+from gpulesson.cli import budget as cli_budget
+from gpulesson.cli import diagnose as cli_diagnose
+from gpulesson.cli import probe as cli_probe
 
 
 class _Parser(argparse.ArgumentParser):

@@ -2,9 +2,9 @@
 
 One job: what to do about a failure. :data:`FIX_LADDER` lists the rungs in the
 order to try them, cheapest first; :func:`oom_steps` and :func:`other_steps`
-turn a kind and verdict from :mod:`gpulesson.diagnose` into :class:`Step`
+turn a kind and verdict from :mod:`gpulesson.errors.diagnose` into :class:`Step`
 lists; :func:`ladder_budget_rows` prices the rungs on one example run with
-:mod:`gpulesson.budget`.
+:mod:`gpulesson.memory.budget`.
 
 Used by the lesson ``lessons/fix-ladder.md`` (and, through ``diagnose()``, by
 ``lessons/oom.md``, ``lessons/cuda-errors.md`` and ``gpulesson diagnose``).
@@ -381,7 +381,7 @@ def ladder_markdown() -> str:
 
 
 def ladder_budget_rows() -> list[tuple[str, str, int, int | None]]:
-    """Each rung applied alone to one example run, priced by ``gpulesson.budget``.
+    """Each rung applied alone to one example run, priced by ``gpulesson.memory.budget``.
 
     The example run: GPT-2 small (124M parameters), batch 16, sequence 1,024,
     everything in fp32 with AdamW, one GPU. Returns (rung, change, peak bytes,
@@ -390,7 +390,7 @@ def ladder_budget_rows() -> list[tuple[str, str, int, int | None]]:
     """
     from dataclasses import replace
 
-    from gpulesson import budget
+    from gpulesson.memory import budget
 
     shape = budget.TransformerShape(
         vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=16

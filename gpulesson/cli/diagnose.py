@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpulesson import diagnose, diagnose_render
+from gpulesson.errors import diagnose
+from gpulesson.errors import render as diagnose_render
 
 # Bigger inputs are not error messages; reading stops here.
 MAX_INPUT_BYTES = 4 * 2**20

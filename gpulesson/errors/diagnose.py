@@ -28,8 +28,8 @@ tool that meant decimal GB would be read 7 % high.
 
 Used by the lessons ``lessons/oom.md``, ``lessons/fix-ladder.md`` and
 ``lessons/cuda-errors.md``, and by ``gpulesson diagnose``.
-The steps to try come from :mod:`gpulesson.fix_ladder`;
-:mod:`gpulesson.diagnose_render` renders a diagnosis as JSON, text or Markdown.
+The steps to try come from :mod:`gpulesson.errors.fix_ladder`;
+:mod:`gpulesson.errors.render` renders a diagnosis as JSON, text or Markdown.
 
 >>> d = diagnose("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
 ...     "2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.50 GiB is free.")
@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpulesson.fix_ladder import Step, oom_steps, other_steps
+from gpulesson.errors.fix_ladder import Step, oom_steps, other_steps
 from gpulesson.units import GIB, MIB
 
 KINDS: tuple[str, ...] = (

@@ -19,9 +19,9 @@ import html
 import json
 from dataclasses import asdict, dataclass
 
-from gpulesson.teaching import LaneEstimate, TeachingTiming
+from gpulesson.timing.teaching import LaneEstimate, TeachingTiming
 
-# The source lesson's teaching figures live once, in gpulesson.teaching: the
+# The source lesson's teaching figures live once, in gpulesson.timing.teaching: the
 # race runs at the rates its example timings imply (5.0 s and 0.20 s for a
 # 5000 x 5000 matmul, 5 ms of launch per GPU call) and the lane counts of its
 # width estimate.
@@ -423,7 +423,7 @@ class PlannerResult:
 
 
 def plan(data: dict, x: PlannerInputs) -> PlannerResult:
-    """Apply the formula of ``gpulesson.budget.planner_data`` (its docstring) to ``x``.
+    """Apply the formula of ``gpulesson.memory.budget.planner_data`` (its docstring) to ``x``.
 
     ``data`` is ``planner_data()``; the planner script runs the same steps on
     the same JSON, and the tests check both against ``budget.estimate``.
@@ -500,7 +500,7 @@ def planner_markdown(data: dict, cases: tuple[PlannerInputs, ...]) -> str:
 def timing_lab_markdown(measured: object | None = None) -> str:
     """The timing lab's container and its static table.
 
-    ``measured`` is an ``IllusionResult`` from ``gpulesson.bench.async_illusion``
+    ``measured`` is an ``IllusionResult`` from ``gpulesson.timing.bench.async_illusion``
     on a CUDA device; with it the lab shows the build GPU's numbers (kernel =
     honest minus naive time), without it the source's teaching numbers.
 
@@ -538,7 +538,7 @@ def timing_lab_for_this_build() -> str:
 
     if not torch.cuda.is_available():
         return timing_lab_markdown()
-    from gpulesson.bench import async_illusion, plan_for
+    from gpulesson.timing.bench import async_illusion, plan_for
 
     return timing_lab_markdown(async_illusion(plan_for("cuda").illusion_n, "cuda"))
 
