@@ -1,13 +1,25 @@
-"""Shared fixtures: a fake machine (torch, NVML, nvidia-smi, sysfs) for the probe."""
+"""Shared fixtures: the CLI in-process, a fake machine for the probe, the built site, markers.
+
+Markers (registered in pyproject.toml) are set here from where a test lives and what it
+uses, so ``pytest -m "not browser and not site and not notebooks"`` is the fast inner loop:
+
+* ``site``: the test uses the strictly built site (``built_site``) or builds one itself;
+* ``browser``: the test drives Chromium (``tests/test_browser.py``);
+* ``notebooks``: the test executes or inspects the generated notebooks;
+* ``gpu``: the test needs a CUDA device (set by the test itself; skipped without one).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import stat
 import subprocess
 import sys
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,6 +28,65 @@ import torch
 from gpulesson import probe as probe_module
 
 REPO = Path(__file__).resolve().parent.parent
+
+_SITE_MODULES = ("test_site", "test_links")
+_SLOW_BUILD_TESTS = ("test_a_real_build_",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests by what they need, so the fast loop can leave the slow ones out."""
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        fixtures = getattr(item, "fixturenames", ())
+        if module == "test_browser":
+            item.add_marker(pytest.mark.browser)
+        if module == "test_notebooks":
+            item.add_marker(pytest.mark.notebooks)
+        if (
+            "built_site" in fixtures
+            or module in _SITE_MODULES
+            or item.name.startswith(_SLOW_BUILD_TESTS)
+        ):
+            item.add_marker(pytest.mark.site)
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """What one in-process run of the ``gpulesson`` command left behind."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run_cli(*args: str, stdin: str | bytes | None = None) -> CliResult:
+    """Run ``gpulesson ARGS`` in this process, as the console script would, and capture it."""
+    from gpulesson.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+    fake_stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    saved_stdin = sys.stdin
+    sys.stdin = fake_stdin
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse errors, --help, --version
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        sys.stdin = saved_stdin
+    return CliResult(int(code), out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., CliResult]:
+    """Call ``run_cli("budget", "--params", "7e9")``: exit status, stdout and stderr.
+
+    In-process (fast); keep a subprocess test where the console script itself matters
+    (import-time output, a closed pipe, a real stdin).
+    """
+    return _run_cli
 
 
 class _Props:
