@@ -36,7 +36,8 @@ _SLOW_BUILD_TESTS = ("test_a_real_build_",)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark tests by what they need, so the fast loop can leave the slow ones out."""
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        module = getattr(item, "module", None)
+        module = module.__name__.rsplit(".", 1)[-1] if module else ""
         fixtures = getattr(item, "fixturenames", ())
         if module == "test_browser":
             item.add_marker(pytest.mark.browser)

@@ -11,7 +11,11 @@ under a key made of
 * the Python, torch and numpy versions,
 * the device fingerprint: every field the page stamp shows about the device and
   torch, plus the driver, the GPUs and ``CUDA_VISIBLE_DEVICES``,
-* ``GPULESSON_*`` environment variables, which gpulesson code may read.
+* ``GPULESSON_*`` environment variables, which gpulesson code may read,
+* every fact published earlier on the page (:func:`gpulesson.site.facts.page_digest`).
+
+The facts a block publishes (:mod:`gpulesson.site.facts`) are stored beside its
+output and published again when the block is served from the cache.
 
 Only the printed output is cached; markdown-exec still converts it to HTML on
 every build, so headings, ids and the table of contents come out exactly as
@@ -41,13 +45,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulesson.site import exec_timing
+from gpulesson.site import exec_timing, facts
 
 FRESH_ENV = "GPULESSON_FRESH"
 CACHE_DIR_ENV = "GPULESSON_CACHE_DIR"
 REQUIRE_ENV = "GPULESSON_REQUIRE_DEVICE"
 DEFAULT_CACHE_DIR = Path(".cache", "gpulesson-exec")
-SCHEMA = 1
+SCHEMA = 2
 LANGUAGES = ("python", "py")
 _KEY_ENV_EXCLUDED = (FRESH_ENV, CACHE_DIR_ENV)
 
@@ -224,14 +228,22 @@ class ResultStore:
 
     def get(self, key: str) -> str | None:
         """The stored output for ``key``, or None when absent, unreadable or damaged."""
+        entry = self.get_entry(key)
+        return None if entry is None else entry[0]
+
+    def get_entry(self, key: str) -> tuple[str, list[dict[str, Any]]] | None:
+        """The stored output and published facts for ``key``, or None (absent or damaged)."""
         path = self.path_for(key)
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             output = entry["output"]
+            published = entry["facts"]
             valid = (
                 entry["schema"] == SCHEMA
                 and entry["key"] == key
                 and isinstance(output, str)
+                and isinstance(published, list)
+                and all(isinstance(f, dict) and "name" in f and "value" in f for f in published)
                 and entry["output_sha256"] == hashlib.sha256(output.encode()).hexdigest()
             )
         except FileNotFoundError:
@@ -242,15 +254,22 @@ class ResultStore:
         if not valid:
             log.debug("ignoring damaged cache entry %s", path)
             return None
-        return output
+        return output, published
 
-    def put(self, key: str, output: str, elapsed_s: float) -> bool:
+    def put(
+        self,
+        key: str,
+        output: str,
+        elapsed_s: float,
+        published: list[dict[str, Any]] | None = None,
+    ) -> bool:
         """Store ``output`` atomically; False (and nothing raised) when the disk refuses."""
         path = self.path_for(key)
         entry = {
             "schema": SCHEMA,
             "key": key,
             "output": output,
+            "facts": published or [],
             "output_sha256": hashlib.sha256(output.encode()).hexdigest(),
             "elapsed_s": round(elapsed_s, 6),
         }
@@ -338,27 +357,40 @@ def cached_runner(
         cacheable = bool(use_cache and id and not session and store and context)
         key = ""
         if cacheable and store is not None and context is not None:
-            options = {"id": id, "returncode": returncode, "workdir": workdir, "width": width}
+            options = {
+                "id": id,
+                "returncode": returncode,
+                "workdir": workdir,
+                "width": width,
+                "page_facts": facts.page_digest(),
+            }
             key = block_key(code, {**options, "extra": extra}, context)
             if policy.read:
-                output = store.get(key)
-                if output is not None:
+                entry = store.get_entry(key)
+                if entry is not None:
+                    output, published = entry
                     # keep markdown-exec's block counter as a fresh run would leave it
                     count = getattr(python, "_code_block_id", None)
                     if callable(count):
                         count(id, session, extra.get("title"))
+                    facts.begin_block(id or "(no id)")
+                    facts.replay(published)
+                    facts.end_block()
                     settings.recorder.block(id, "cached", time.perf_counter() - start)
                     return output
+        facts.begin_block(id or "(no id)")
         try:
             output = python._run_python(
                 code, returncode=returncode, session=session, id=id, **extra
             )
         except Exception:
+            facts.end_block()
             settings.recorder.block(id or "(no id)", "failed", time.perf_counter() - start)
             raise
+        published = [fact.to_dict() for fact in facts.end_block()]
         elapsed_s = time.perf_counter() - start
         if cacheable and policy.write and store is not None:
-            store.put(key, output, elapsed_s)
+            store.put(key, output, elapsed_s, published)
         settings.recorder.block(id or "(no id)", "ran" if cacheable else "uncacheable", elapsed_s)
         return output
 

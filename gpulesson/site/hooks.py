@@ -27,12 +27,8 @@ import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
-from gpulesson.site import exec_cache
-
-from gpulesson.site import exec_timing
-
-from gpulesson.site import provenance
 from gpulesson import probe as probe_module
+from gpulesson.site import exec_cache, exec_timing, facts, provenance
 from gpulesson.site.provenance import BuildRecord
 
 RECORD_FILE = "build-record.json"
@@ -85,7 +81,7 @@ def _reload_package(config: Any) -> None:
     module again in place rebinds the names its functions look up, so the other
     hooks (and this one) call the package code now on disk.
     """
-    global exec_cache, exec_timing, probe_module, provenance
+    global exec_cache, exec_timing, facts, probe_module, provenance
     purge_package_modules()
     hooks = list((config.get("hooks") or {}).values())
     for module in hooks:
@@ -101,6 +97,7 @@ def _reload_package(config: Any) -> None:
     if not any(vars(module) is globals() for module in hooks):  # imported, not a hook
         exec_cache = importlib.import_module(f"{PACKAGE}.site.exec_cache")
         exec_timing = importlib.import_module(f"{PACKAGE}.site.exec_timing")
+        facts = importlib.import_module(f"{PACKAGE}.site.facts")
         probe_module = importlib.import_module(f"{PACKAGE}.probe")
         provenance = importlib.import_module(f"{PACKAGE}.site.provenance")
 
@@ -146,6 +143,7 @@ def on_config(config: Any) -> Any:
         if message:
             raise PluginError(message)
     _state["record"] = provenance.collect_build_record(report)
+    facts.reset()
     _set_up_exec_cache(config, report, _state["record"])
     return config
 
@@ -190,7 +188,9 @@ def insert_after_h1(markdown: str, block: str) -> str:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Stamp pages with executed code; warn on GPU pages built without a CUDA GPU."""
     file = getattr(page, "file", None)
-    exec_cache.settings().recorder.begin_page(getattr(file, "src_uri", None) or page.url)
+    page_path = getattr(file, "src_uri", None) or page.url
+    exec_cache.settings().recorder.begin_page(page_path)
+    facts.begin_page(page_path)
     if not has_executed_code(markdown):
         return markdown
     record = _record()

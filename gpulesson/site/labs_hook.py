@@ -18,11 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpulesson.site import glossary
-
-from gpulesson.site import labs
-
-from gpulesson.site import quizzes
+from gpulesson.site import glossary, labs, quizzes
 
 LABS_DIR = "assets/labs"
 QUIZ_HEADING = "## Check yourself"
@@ -66,7 +62,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 
 def planner_json() -> str | None:
-    """The planner's data from gpulesson.memory.budget, or None while budget.py has no planner_data."""
+    """The planner's data from gpulesson.memory.budget (None without planner_data)."""
     try:
         from gpulesson.memory import budget
     except ImportError:

@@ -1,0 +1,193 @@
+"""Numbers that executed blocks publish, so later blocks on the page use the same figures.
+
+A lesson's prose, quiz and checked claims must agree with the numbers its
+executed blocks printed. A block *publishes* the figures it computed::
+
+    from gpulesson.site import facts
+    result = async_illusion(...)
+    facts.publish("timing.naive_speedup", result.naive_speedup, "x")
+    print(illusion_markdown(result))
+
+and a later block on the same page (a quiz question, a checked claim, a
+sentence rendered from the number) reads them with :func:`value` or
+:func:`get`. The execution cache (:mod:`gpulesson.site.exec_cache`) stores
+the facts a block published beside its printed output and replays them when it
+serves the block from the cache, so a cached build sees exactly the facts a
+fresh build would. A block's cache key includes :func:`page_digest` (every fact
+published before it on the page), so a block that reads facts is re-run when
+they change.
+
+Facts are page-scoped: a block sees what earlier blocks of its own page
+published. :func:`all_facts` gives every page's facts after the build (for the
+build record).
+
+>>> reset()
+>>> begin_page("lessons/timing.md")
+>>> begin_block("timing-illusion")
+>>> publish("timing.naive_speedup", 812.5, "x")
+812.5
+>>> [f.name for f in end_block()]
+['timing.naive_speedup']
+>>> value("timing.naive_speedup")
+812.5
+>>> get("timing.naive_speedup").block_id
+'timing-illusion'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+FactValue = float | int | str | bool
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One published figure: its name, value and unit, and where on the site it came from."""
+
+    name: str
+    value: FactValue
+    unit: str
+    page: str
+    block_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fact as plain JSON data."""
+        return asdict(self)
+
+
+_pages: dict[str, dict[str, Fact]] = {}
+_page: str | None = None
+_block: str | None = None
+_published: list[Fact] = []
+
+
+def reset() -> None:
+    """Forget every fact (the start of a build)."""
+    global _page, _block
+    _pages.clear()
+    _published.clear()
+    _page = None
+    _block = None
+
+
+def begin_page(page: str) -> None:
+    """Blocks from now on belong to ``page`` (its source path, e.g. ``lessons/timing.md``).
+
+    A page rendered again in the same build (``mkdocs serve``) starts empty.
+    """
+    global _page
+    _page = page
+    _pages[page] = {}
+
+
+def current_page() -> str | None:
+    """The page whose blocks are running, or None outside a build."""
+    return _page
+
+
+def begin_block(block_id: str) -> None:
+    """An executed block is about to run (or be replayed from the cache)."""
+    global _block
+    _block = block_id
+    _published.clear()
+
+
+def end_block() -> list[Fact]:
+    """The block has finished: the facts it published, in order."""
+    global _block
+    published = list(_published)
+    _published.clear()
+    _block = None
+    return published
+
+
+def _check(name: str, value: Any) -> FactValue:
+    if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+        raise ValueError(
+            f"fact name {name!r} must be a non-empty word, e.g. 'timing.naive_speedup'"
+        )
+    if isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"fact {name!r} has the non-finite value {value!r}: publish a number")
+        return value
+    try:  # numpy and torch scalars
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"fact {name!r} has a value of type {type(value).__name__}: "
+            "publish a number, a string or a bool"
+        ) from None
+    return _check(name, number)
+
+
+def publish(name: str, value: Any, unit: str = "") -> Any:
+    """Publish ``value`` under ``name`` for the rest of the page; returns ``value``.
+
+    Names are dotted, topic first (``roofline.bandwidth_roof``); ``unit`` is
+    free text (``"GB/s"``, ``"x"``, ``"s"``). Publishing a name twice on one
+    page keeps the later value.
+    """
+    checked = _check(name, value)
+    page = _page or "(no page)"
+    fact = Fact(name, checked, unit, page, _block or "(no block)")
+    _pages.setdefault(page, {})[name] = fact
+    _published.append(fact)
+    return value
+
+
+def replay(page_facts: list[dict[str, Any]]) -> None:
+    """Publish again what a cached block published when it ran (see the module docstring)."""
+    for data in page_facts:
+        publish(data["name"], data["value"], data.get("unit", ""))
+
+
+def get(name: str, page: str | None = None) -> Fact:
+    """The fact ``name`` published earlier on ``page`` (default: the page being built).
+
+    Raises ``ValueError`` naming the facts that do exist, so a typo in a lesson
+    fails the build with the fix in the message.
+    """
+    where = page or _page or "(no page)"
+    known = _pages.get(where, {})
+    if name not in known:
+        listed = ", ".join(sorted(known)) or "none yet"
+        raise ValueError(
+            f"no fact {name!r} on {where}: publish it in an earlier block "
+            f"(facts on this page so far: {listed})"
+        )
+    return known[name]
+
+
+def value(name: str, page: str | None = None) -> FactValue:
+    """The value of fact ``name``; see :func:`get`."""
+    return get(name, page).value
+
+
+def page_facts(page: str | None = None) -> dict[str, Fact]:
+    """Every fact published so far on ``page`` (default: the current one)."""
+    return dict(_pages.get(page or _page or "(no page)", {}))
+
+
+def all_facts() -> dict[str, dict[str, Fact]]:
+    """Every page's facts, for the build record."""
+    return {page: dict(facts) for page, facts in _pages.items()}
+
+
+def page_digest(page: str | None = None) -> str:
+    """A hash of the facts published so far on the page: part of a block's cache key.
+
+    >>> reset(); begin_page("p.md"); empty = page_digest()
+    >>> _ = publish("x", 1)
+    >>> empty == page_digest()
+    False
+    """
+    facts = page_facts(page)
+    data = [[f.name, f.value, f.unit] for f in sorted(facts.values(), key=lambda f: f.name)]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
