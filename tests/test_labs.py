@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
 
-from gpulesson.site import labs
+from gpulesson.site import content, labs
 from gpulesson.site import labs_hook as site_labs
+from tests.conftest import REPO
 
 
 def test_race_has_a_crossover_where_the_gpu_starts_to_win():
@@ -42,12 +44,15 @@ def test_cost_is_rate_times_hours_times_runs():
 def test_routes_price_range_follows_the_rates():
     rented = labs.routes()[2]
     assert "0.15" in rented.cost and "1.60" in rented.cost
+    cheap = labs.CardRate(card_class="x", vram_gb=8, on_demand_usd_per_h=0.9, spot_usd_per_h=0.05)
+    assert labs.routes((cheap,))[2].cost == "≈ $0.05–0.90/h (example rates)"
+    assert labs.routes((cheap,))[0] == labs.routes()[0]  # the others name no rate
 
 
 @pytest.mark.skipif(torch.version.cuda is not None, reason="needs a CPU-only torch build")
 def test_cpu_laptop_column_matches_what_this_cpu_torch_does():
     """Run each line on this CPU-only torch and compare with the simulator's CPU column."""
-    for line in labs.DISPATCH_SCRIPT:
+    for line in labs.dispatch_script():
         if line.code.startswith("!"):
             continue
         printed: list[str] = []
@@ -64,9 +69,70 @@ def test_cpu_laptop_column_matches_what_this_cpu_torch_does():
 def test_labs_json_has_what_the_script_reads():
     data = json.loads(labs.to_json())
     assert data["race"]["launch_s"] == labs.TEACHING_LAUNCH_S
-    assert len(data["dispatch"]["lines"]) == len(labs.DISPATCH_SCRIPT)
+    assert len(data["dispatch"]["lines"]) == len(labs.dispatch_script())
     assert {"nvidia", "mac", "cpu"} == {m["key"] for m in data["dispatch"]["machines"]}
     assert "example" in data["cost"]["source"]
+    assert [r["card_class"] for r in data["cost"]["rates"]] == [
+        r.card_class for r in labs.card_rates()
+    ]
+    for line in data["dispatch"]["lines"]:  # the script reads the error rule, not its own copy
+        assert line["errors"] == {k: labs.is_error(line[k]) for k in labs.MACHINE_KEYS}
+    assert any(line["errors"]["cpu"] for line in data["dispatch"]["lines"])
+    assert not all(line["errors"]["cpu"] for line in data["dispatch"]["lines"])
+
+
+LABS_YML = REPO / "docs" / "labs.yml"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "on_demand_usd_per_h: 0.60",
+            "on_demand_usd_per_h: -0.60",
+            'docs/labs.yml: cost: rates: 2 ("A10 / L4-class"): on_demand_usd_per_h: '
+            "must be a number of at least 0, not -0.6",
+        ),
+        (
+            "vram_gb: 16",
+            "vram_gb: 16.5",
+            'docs/labs.yml: cost: rates: 1 ("T4-class"): vram_gb: must be a whole number, not 16.5',
+        ),
+        (
+            "{on_demand_high_usd_per_h:.2f}",
+            "{on_demand_max:.2f}",
+            'docs/labs.yml: routes: 3 ("Rented cloud instance"): cost: unknown placeholder '
+            "{on_demand_max}: a cost may name spot_low_usd_per_h, on_demand_high_usd_per_h",
+        ),
+        (
+            "    - key: mac\n",
+            "    - key: macos\n",
+            "docs/labs.yml: dispatch: machines: the keys must be nvidia, mac, cpu (one each), "
+            "not nvidia, macos, cpu",
+        ),
+        (
+            '      mac: "True"',
+            "      mac: True",
+            'docs/labs.yml: dispatch: lines: 4 ("print(torch.backends.mps.is_available())"): mac: '
+            "must be text, not 'true': put it in quotes",
+        ),
+        (
+            "    best_for: Regular use",
+            "    best: Regular use",
+            'docs/labs.yml: routes: 1 ("Local NVIDIA card"): best: unknown field; '
+            "the fields are route, cost, setup, best_for, watch_out",
+        ),
+    ],
+)
+def test_a_malformed_labs_file_names_file_entry_and_field(tmp_path, old, new, message):
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs, ignore=shutil.ignore_patterns("notebooks", "assets"))
+    text = LABS_YML.read_text()
+    assert old in text
+    (docs / "labs.yml").write_text(text.replace(old, new, 1))
+    with pytest.raises(content.ContentError) as error:
+        content.load(docs)
+    assert str(error.value) == message
 
 
 def test_timing_lab_uses_measured_numbers_when_given():
@@ -131,5 +197,4 @@ def test_post_build_writes_the_json(tmp_path):
     site_labs.on_post_build({"site_dir": str(tmp_path)})
     out = tmp_path / "assets" / "labs"
     assert json.loads((out / "labs.json").read_text())["timing"]["cpu_s"] == 5.0
-    assert "timing" in json.loads((out / "quizzes.json").read_text())
     assert json.loads((out / "glossary.json").read_text())[0]["name"]

@@ -2,7 +2,9 @@
  *
  * Plain JavaScript, no dependencies, served from the site. Every number the
  * labs use comes from JSON written at build time by gpulesson/site/labs_hook.py
- * (assets/labs/*.json); the planner's formula is the one in gpulesson.memory.budget.
+ * (assets/labs/*.json; rates, routes and the dispatch script from docs/labs.yml);
+ * each quiz's questions are in its container's data-questions attribute; the
+ * planner's formula is the one in gpulesson.memory.budget.
  * Each lab fills a container <div class="gl-lab" data-lab="NAME">; without
  * JavaScript the page still shows the static table printed next to it.
  */
@@ -210,11 +212,6 @@
 
   /* ------------------------------------------------------------ dispatch */
 
-  function isError(text) {
-    var head = text.split(":")[0];
-    return /Error$/.test(head) || text.indexOf("command not found") >= 0;
-  }
-
   function dispatchLab(box, all) {
     var d = all.dispatch;
     var machine = d.machines[0].key;
@@ -247,9 +244,10 @@
       result.textContent = "";
       for (var i = 0; i < step; i += 1) {
         var text = d.lines[i][machine];
-        result.appendChild(el("div", { class: isError(text) ? "gl-err" : "gl-ok" }, [
+        var failed = d.lines[i].errors[machine];
+        result.appendChild(el("div", { class: failed ? "gl-err" : "gl-ok" }, [
           el("span", { class: "gl-prompt", text: ">>> " + d.lines[i].code }), el("br"),
-          (isError(text) ? "✗ " : "") + text
+          (failed ? "✗ " : "") + text
         ]));
       }
       if (step === 0) { result.textContent = "Press “Run next line” to execute line 1."; }
@@ -340,9 +338,11 @@
 
   /* ---------------------------------------------------------------- quiz */
 
-  function quiz(box, all) {
-    var questions = all[box.dataset.quiz];
-    if (!questions) { return; }
+  /* The questions come in the container's data-questions attribute, filled in at build
+     time (a question may carry numbers this build computed). */
+  function quiz(box) {
+    var questions = JSON.parse(box.dataset.questions || "[]");
+    if (!questions.length) { return; }
     var answered = 0; var correct = 0;
     var score = el("p", { class: "gl-score", "aria-live": "polite", "data-out": "score" });
     function showScore() {
@@ -563,8 +563,7 @@
         .catch(function (e) { fail(box, e); });
     });
     document.querySelectorAll(".gl-quiz[data-quiz]").forEach(function (box) {
-      load("quizzes").then(function (d) { quiz(box, d); box.dataset.ready = "2"; })
-        .catch(function (e) { fail(box, e); });
+      try { quiz(box); box.dataset.ready = "2"; } catch (e) { fail(box, e); }
     });
     document.querySelectorAll(".gl-flashcards").forEach(function (box) {
       load("glossary").then(function (d) { flashcards(box, d); box.dataset.ready = "2"; })

@@ -4,8 +4,9 @@ Each lab has a compute function (the numbers), a ``*_markdown`` renderer (the
 table a reader sees without JavaScript) and an entry in :func:`labs_data` (the
 JSON the lab script in ``docs/javascripts/labs.js`` reads, so the script and the
 table share one set of inputs). The throughput race and the timing lab use the
-source lesson's teaching rates; the cost calculator uses its example rates.
-Nothing here is a measurement.
+source lesson's teaching rates (computed in ``gpulesson.timing.teaching``); the
+cost calculator's example rates, the routes and the dispatch script are data in
+``docs/labs.yml``. Nothing here is a measurement.
 
 >>> race(5000).gpu_s < race(5000).cpu_s
 True
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from gpulesson.timing.teaching import LaneEstimate, TeachingTiming
 
@@ -136,11 +138,8 @@ def timing_markdown() -> str:
 
 
 # --- Cloud cost calculator ----------------------------------------------------
-
-RATES_SOURCE = (
-    "example rates from the source lesson (seed 004), copied into this course in "
-    "November 2026; real prices vary by provider, region and week"
-)
+# The rates, the routes and the dispatch script are data: docs/labs.yml, read and
+# checked once per build by gpulesson.site.content.
 
 
 @dataclass(frozen=True)
@@ -153,11 +152,28 @@ class CardRate:
     spot_usd_per_h: float
 
 
-EXAMPLE_RATES: tuple[CardRate, ...] = (
-    CardRate("T4-class", 16, 0.30, 0.15),
-    CardRate("A10 / L4-class", 24, 0.60, 0.30),
-    CardRate("A100 80 GB-class", 80, 1.60, 0.80),
-)
+def _labs() -> Any:
+    from gpulesson.site import content  # content imports this module's dataclasses
+
+    return content.current().labs
+
+
+def card_rates() -> tuple[CardRate, ...]:
+    """The cost calculator's example rates (``docs/labs.yml``).
+
+    >>> [r.card_class for r in card_rates()][0]
+    'T4-class'
+    """
+    return _labs().rates
+
+
+def rates_source() -> str:
+    """Where the example rates come from, as the calculator states it.
+
+    >>> "example" in rates_source()
+    True
+    """
+    return _labs().rates_source
 
 
 def run_cost_usd(rate_usd_per_h: float, hours_per_run: float, runs: int) -> float:
@@ -181,7 +197,9 @@ def run_cost_usd(rate_usd_per_h: float, hours_per_run: float, runs: int) -> floa
     return round(rate_usd_per_h * hours_per_run * runs, 6)
 
 
-def cost_markdown(hours_per_run: float = 3, runs: int = 10) -> str:
+def cost_markdown(
+    hours_per_run: float = 3, runs: int = 10, rates: tuple[CardRate, ...] | None = None
+) -> str:
     """The example rates and a sweep's cost on each card, on demand and on spot.
 
     >>> print(cost_markdown().splitlines()[2])
@@ -192,7 +210,7 @@ def cost_markdown(hours_per_run: float = 3, runs: int = 10) -> str:
         f"| {runs} runs × {hours_per_run:g} h on demand ($) | same on spot ($) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for c in EXAMPLE_RATES:
+    for c in card_rates() if rates is None else rates:
         on = run_cost_usd(c.on_demand_usd_per_h, hours_per_run, runs)
         spot = run_cost_usd(c.spot_usd_per_h, hours_per_run, runs)
         rows.append(
@@ -213,45 +231,38 @@ class Route:
     watch_out: str
 
 
-def routes(rates: tuple[CardRate, ...] = EXAMPLE_RATES) -> tuple[Route, ...]:
-    """The four routes; the rented route's price range comes from the example rates.
+def fill_route_cost(route: Route, rates: tuple[CardRate, ...]) -> Route:
+    """The route with the rates' range put into its cost (``{spot_low_usd_per_h}`` and so on).
+
+    >>> r = Route(route="r", cost="${spot_low_usd_per_h:.2f} and up", setup="s", best_for="b",
+    ...           watch_out="w")
+    >>> fill_route_cost(r, (CardRate(card_class="c", vram_gb=1, on_demand_usd_per_h=2.0,
+    ...                              spot_usd_per_h=0.5),)).cost
+    '$0.50 and up'
+    """
+    values = {
+        "spot_low_usd_per_h": min(c.spot_usd_per_h for c in rates),
+        "on_demand_high_usd_per_h": max(c.on_demand_usd_per_h for c in rates),
+    }
+    try:
+        cost = route.cost.format(**values)
+    except KeyError as exc:
+        raise ValueError(
+            f"unknown placeholder {{{exc.args[0]}}}: a cost may name {', '.join(values)}"
+        ) from None
+    except (ValueError, IndexError, AttributeError) as exc:
+        raise ValueError(f"cannot fill in the rates ({exc}); write {{{{ for a brace") from None
+    return replace(route, cost=cost)
+
+
+def routes(rates: tuple[CardRate, ...] | None = None) -> tuple[Route, ...]:
+    """The routes to a GPU (``docs/labs.yml``); the rented route's price range follows ``rates``.
 
     >>> routes()[2].cost
     '≈ $0.15–1.60/h (example rates)'
     """
-    low = min(c.spot_usd_per_h for c in rates)
-    high = max(c.on_demand_usd_per_h for c in rates)
-    return (
-        Route(
-            "Local NVIDIA card",
-            "$0/h once you own it (plus power)",
-            "Driver; a CUDA wheel of PyTorch",
-            "Regular use, large local data, fast edit-run loops",
-            "Capped by your card's memory; driver and wheel must agree",
-        ),
-        Route(
-            "Free hosted notebook",
-            "$0",
-            "None: pick a GPU runtime",
-            "Trying things today with no GPU at home; short experiments",
-            "Sessions end when idle or after hours; the GPU is not guaranteed; disk is wiped",
-        ),
-        Route(
-            "Rented cloud instance",
-            f"≈ ${low:.2f}–{high:.2f}/h (example rates)",
-            "SSH in, install, check",
-            "Long training runs, large models, cards you do not own",
-            "The meter runs while idle; spot can be taken back mid-run",
-        ),
-        Route(
-            "Apple Silicon (MPS)",
-            "$0/h once you own it",
-            "Nothing beyond PyTorch",
-            "Learning, small models, quiet local development",
-            "Not CUDA: ask for 'mps' by name; some operations fall back or fail; "
-            "memory is shared with the system",
-        ),
-    )
+    rates = card_rates() if rates is None else rates
+    return tuple(fill_route_cost(r, rates) for r in _labs().routes)
 
 
 def routes_markdown() -> str:
@@ -268,13 +279,15 @@ def routes_markdown() -> str:
 
 # --- Device-dispatch simulator ------------------------------------------------
 
-MACHINES: tuple[tuple[str, str], ...] = (
-    ("nvidia", "NVIDIA workstation: Linux, an RTX 4090 (24 GiB), driver and a CUDA wheel"),
-    ("mac", "Apple Silicon Mac: macOS, a recent PyTorch (no CUDA in the wheel)"),
-    ("cpu", "CPU-only laptop: Linux, the CPU-only PyTorch wheel"),
-)
+MACHINE_KEYS = ("nvidia", "mac", "cpu")
 
-_NO_CUDA = "AssertionError: Torch not compiled with CUDA enabled"
+
+@dataclass(frozen=True)
+class Machine:
+    """One machine the dispatch simulator runs the script on; ``key`` is in MACHINE_KEYS."""
+
+    key: str
+    label: str
 
 
 @dataclass(frozen=True)
@@ -291,54 +304,35 @@ class DispatchLine:
     cpu: str
 
 
-DISPATCH_SCRIPT: tuple[DispatchLine, ...] = (
-    DispatchLine(
-        "!nvidia-smi",
-        "a table: driver version, CUDA Version 12.4, NVIDIA GeForce RTX 4090, 24564MiB",
-        "zsh: command not found: nvidia-smi",
-        "bash: nvidia-smi: command not found",
-    ),
-    DispatchLine("print(torch.cuda.is_available())", "True", "False", "False"),
-    DispatchLine(
-        "print(torch.version.cuda, torch.cuda.get_device_name(0))",
-        "12.4 NVIDIA GeForce RTX 4090",
-        _NO_CUDA,
-        _NO_CUDA,
-    ),
-    DispatchLine("print(torch.backends.mps.is_available())", "False", "True", "False"),
-    DispatchLine(
-        "print(round(torch.cuda.get_device_properties(0).total_memory / 1e9, 1))",
-        "25.8",
-        _NO_CUDA,
-        _NO_CUDA,
-    ),
-    DispatchLine(
-        'print(torch.device("cuda" if torch.cuda.is_available() else "cpu"))',
-        "cuda",
-        "cpu",
-        "cpu",
-    ),
-    DispatchLine('t = torch.randn(3, 3).to("cuda"); print(t.device)', "cuda:0", _NO_CUDA, _NO_CUDA),
-    DispatchLine(
-        'torch.cuda.synchronize(); print("kernel finished")',
-        "kernel finished",
-        _NO_CUDA,
-        _NO_CUDA,
-    ),
-)
+def machines() -> tuple[Machine, ...]:
+    """The simulator's machines (``docs/labs.yml``), in the order the lab lists them.
+
+    >>> [m.key for m in machines()]
+    ['nvidia', 'mac', 'cpu']
+    """
+    return _labs().machines
+
+
+def dispatch_script() -> tuple[DispatchLine, ...]:
+    """The script the simulator steps through (``docs/labs.yml``).
+
+    >>> dispatch_script()[1].code
+    'print(torch.cuda.is_available())'
+    """
+    return _labs().dispatch
 
 
 def is_error(outcome: str) -> bool:
     """True when an outcome is an error rather than printed output.
 
-    >>> is_error(_NO_CUDA), is_error("True")
+    >>> is_error("AssertionError: Torch not compiled with CUDA enabled"), is_error("True")
     (True, False)
     """
     head = outcome.split(":", 1)[0]
     return head.endswith("Error") or "command not found" in outcome
 
 
-def dispatch_markdown() -> str:
+def dispatch_markdown(lines: tuple[DispatchLine, ...] | None = None) -> str:
     """The whole script on the three machines as one table.
 
     >>> print(dispatch_markdown().splitlines()[3])
@@ -348,7 +342,7 @@ def dispatch_markdown() -> str:
         "| line | NVIDIA workstation | Apple Silicon Mac | CPU-only laptop |",
         "|---|---|---|---|",
     ]
-    for line in DISPATCH_SCRIPT:
+    for line in dispatch_script() if lines is None else lines:
         cells = [
             f"**{o}**" if is_error(o) else o.replace("|", "\\|")
             for o in (line.nvidia, line.mac, line.cpu)
@@ -359,6 +353,9 @@ def dispatch_markdown() -> str:
 
 def labs_data() -> dict:
     """Everything the lab script needs, for ``assets/labs/labs.json``.
+
+    Each dispatch line carries ``errors`` (machine key -> bool, from
+    :func:`is_error`), so the script does not repeat the rule.
 
     >>> sorted(labs_data())
     ['cost', 'dispatch', 'race', 'timing']
@@ -377,16 +374,23 @@ def labs_data() -> dict:
             "kernel_s": TEACHING.kernel_s,
             "launch_s": TEACHING.launch_s,
         },
-        "cost": {"source": RATES_SOURCE, "rates": [asdict(c) for c in EXAMPLE_RATES]},
+        "cost": {"source": rates_source(), "rates": [asdict(c) for c in card_rates()]},
         "dispatch": {
-            "machines": [{"key": k, "label": label} for k, label in MACHINES],
-            "lines": [asdict(line) for line in DISPATCH_SCRIPT],
+            "machines": [asdict(m) for m in machines()],
+            "lines": [
+                {**asdict(line), "errors": {k: is_error(getattr(line, k)) for k in MACHINE_KEYS}}
+                for line in dispatch_script()
+            ],
         },
     }
 
 
 def to_json() -> str:
-    """:func:`labs_data` as JSON text."""
+    """:func:`labs_data` as JSON text.
+
+    >>> json.loads(to_json())["dispatch"]["lines"][2]["errors"]
+    {'nvidia': False, 'mac': True, 'cpu': True}
+    """
     return json.dumps(labs_data(), ensure_ascii=False)
 
 

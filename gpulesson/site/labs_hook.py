@@ -2,13 +2,20 @@
 
 Named in ``mkdocs.yml`` under ``hooks:`` after ``gpulesson/site/hooks.py``.
 
-- ``on_page_markdown`` appends a quiz section to each lesson that has one in
-  :mod:`gpulesson.site.quizzes` (an interactive container plus a static copy that
-  works without JavaScript), and appends the glossary's abbreviation lines to
-  every page so each term gets a tooltip wherever it appears.
+- ``on_config`` reads and checks the content files under ``docs_dir`` once
+  (:mod:`gpulesson.site.content`: quizzes, glossary, lab data); a malformed
+  entry stops the build with a message naming file, entry and field.
+- ``on_page_markdown`` appends a quiz section to each lesson that has a quiz
+  file: a heading, then an executed block printing
+  :func:`gpulesson.site.quizzes.section_markdown` (an interactive container
+  plus a static copy that works without JavaScript). It runs after the page's
+  own blocks, so templated questions read the facts they published, and it is
+  never cached, so an edit to a quiz file always shows. It also appends the
+  glossary's abbreviation lines to every page so each term gets a tooltip
+  wherever it appears.
 - ``on_post_build`` writes the JSON the lab script reads into
-  ``assets/labs/``: ``labs.json`` (labs), ``quizzes.json``, ``glossary.json``
-  and ``planner.json`` (from :func:`gpulesson.memory.budget.planner_data`, so the
+  ``assets/labs/``: ``labs.json`` (labs), ``glossary.json`` (flashcards) and
+  ``planner.json`` (from :func:`gpulesson.memory.budget.planner_data`, so the
   planner widget and the package share one formula).
 """
 
@@ -18,17 +25,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpulesson.site import glossary, labs, quizzes
+from mkdocs.exceptions import PluginError
+
+from gpulesson.site import content, glossary, labs
 
 LABS_DIR = "assets/labs"
 QUIZ_HEADING = "## Check yourself"
 
 
 def quiz_section(stem: str) -> str:
-    """The quiz appended to a lesson: a container for the script, then the static quiz.
+    """The quiz appended to a lesson: heading, intro, and the block that prints the quiz.
 
     >>> section = quiz_section("timing")
-    >>> section.startswith(QUIZ_HEADING), 'data-quiz="timing"' in section
+    >>> section.startswith(QUIZ_HEADING), 'id="quiz-timing" cache="off"' in section
     (True, True)
     """
     intro = (
@@ -37,8 +46,10 @@ def quiz_section(stem: str) -> str:
     )
     return (
         f"{QUIZ_HEADING}\n\n{intro}\n\n"
-        f'<div class="gl-quiz" data-quiz="{stem}"></div>\n\n'
-        f'<div class="gl-quiz-static" markdown="block">\n\n{quizzes.to_markdown(stem)}\n</div>\n'
+        f'```python exec="on" id="quiz-{stem}" cache="off"\n'
+        "from gpulesson.site import quizzes\n\n"
+        f"print(quizzes.section_markdown({stem!r}))\n"
+        "```\n"
     )
 
 
@@ -53,10 +64,19 @@ def page_stem(src_uri: str) -> str | None:
     return None
 
 
+def on_config(config: Any) -> Any:
+    """Read and check the content files under ``docs_dir`` for this build."""
+    try:
+        content.configure(Path(config["docs_dir"]))
+    except content.ContentError as exc:
+        raise PluginError(str(exc)) from None
+    return config
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Append the lesson's quiz (if any) and the glossary tooltips."""
     stem = page_stem(page.file.src_uri)
-    if stem in quizzes.QUIZZES:
+    if stem in content.current().quizzes:
         markdown = markdown.rstrip() + "\n\n" + quiz_section(stem)
     return markdown.rstrip() + "\n\n" + glossary.abbreviations_markdown()
 
@@ -76,7 +96,6 @@ def on_post_build(config: Any) -> None:
     out = Path(config["site_dir"], LABS_DIR)
     out.mkdir(parents=True, exist_ok=True)
     (out / "labs.json").write_text(labs.to_json(), encoding="utf-8")
-    (out / "quizzes.json").write_text(quizzes.to_json(), encoding="utf-8")
     (out / "glossary.json").write_text(glossary.to_json(), encoding="utf-8")
     planner = planner_json()
     if planner is not None:
