@@ -1,30 +1,49 @@
-"""A disk cache for executed Python blocks, keyed by everything their output depends on.
+"""Executed Python blocks: run in a worker process, cached on disk, and loud when they fail.
 
-markdown-exec runs every ``python exec="on"`` block on every build. This
-module's ``formatter`` and ``validator`` replace markdown-exec's for Python
-(``site.hooks.on_config`` registers them): a block's printed output is stored
-under a key made of
+markdown-exec runs every ``python exec="on"`` block on every build. This module's
+``formatter`` and ``validator`` replace markdown-exec's for Python
+(``site.hooks.on_config`` registers them).
+
+**Where blocks run.** In the build's worker process (:mod:`gpulesson.site.block_runner`),
+through markdown-exec's own runner (:mod:`gpulesson.site.markdown_exec_api`). A block
+that raises, calls ``sys.exit``, raises ``KeyboardInterrupt``, ends its process
+(``os._exit``, a crash) or runs longer than ``GPULESSON_BLOCK_TIMEOUT_S`` (default
+600 s) is logged as an error naming its page, its id and what happened, shows the
+failure on the page, and fails the build (``site.hooks.on_post_build``); the next
+block runs in a new worker if the old one is gone.
+
+**What a block leaves.** Its printed output (at most :data:`OUTPUT_LIMIT_CHARS`
+characters are embedded; beyond that the page shows an "Output truncated" note and
+the build logs a warning), the facts it published (:mod:`gpulesson.site.facts`) and
+the warnings and errors it logged. All three are stored, and replayed when the block
+is served from the cache, so a cached build warns and fails exactly as a fresh one.
+
+**The key** of a stored result is made of everything the output depends on:
 
 * the block's code (snippet files pulled in with ``--8<--`` are already inside it)
   and its execution options,
-* a hash of the imported gpulesson package and of ``snippets/`` (blocks may run them),
+* a hash of the imported gpulesson package, of ``snippets/`` and of ``results/``
+  (measured bundles), which blocks may read,
+* the names of all files under ``docs/`` (a lesson added or removed changes what the
+  glossary links to) and the contents of its data files (``*.yml``, ``*.txt``, ...:
+  quizzes, glossary, labs, example errors),
 * the Python, torch and numpy versions,
-* the device fingerprint: every field the page stamp shows about the device and
-  torch, plus the driver, the GPUs and ``CUDA_VISIBLE_DEVICES``,
+* the device fingerprint: every field of the probe's report (device, driver, kernel,
+  RAM, ``CUDA_VISIBLE_DEVICES``...) and every field the page stamp shows,
+* the threads torch uses and the ``*_NUM_THREADS`` variables (CPU timings follow them),
 * ``GPULESSON_*`` environment variables, which gpulesson code may read,
 * every fact published earlier on the page (:func:`gpulesson.site.facts.page_digest`).
-
-The facts a block publishes (:mod:`gpulesson.site.facts`) are stored beside its
-output and published again when the block is served from the cache.
 
 Only the printed output is cached; markdown-exec still converts it to HTML on
 every build, so headings, ids and the table of contents come out exactly as
 from a fresh run. Blocks that fail, blocks in a markdown-exec ``session``,
 blocks without an ``id`` and blocks marked ``cache="off"`` always run.
-A damaged entry is ignored and recomputed; the cache never logs a warning,
-so it cannot fail a ``--strict`` build.
+A damaged entry is ignored and recomputed.
 
->>> context = CacheContext("pkg", "snip", "3.11.0", "2.13.0", "2.4.6", '{"device_type":"cpu"}', "")
+>>> context = CacheContext(
+...     package_sha256="pkg", snippets_sha256="snip", python_version="3.11.0",
+...     torch_version="2.13.0", numpy_version="2.4.6", device_fingerprint="{}", environment="",
+... )
 >>> key = block_key("print(1)", {"id": "a"}, context)
 >>> key == block_key("print(1)", {"id": "a"}, context)
 True
@@ -34,28 +53,54 @@ False
 
 from __future__ import annotations
 
-import functools
 import hashlib
+import html
 import json
 import logging
+import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpulesson.site import exec_timing, facts
+from mkdocs.exceptions import PluginError
+from pymdownx.superfences import SuperFencesException
+
+from gpulesson.site import exec_timing, facts, markdown_exec_api
 
 FRESH_ENV = "GPULESSON_FRESH"
 CACHE_DIR_ENV = "GPULESSON_CACHE_DIR"
 REQUIRE_ENV = "GPULESSON_REQUIRE_DEVICE"
+TIMEOUT_ENV = "GPULESSON_BLOCK_TIMEOUT_S"
+DEFAULT_TIMEOUT_S = 600.0
+OUTPUT_LIMIT_CHARS = 200_000  # 40 times the longest output a lesson prints today
 DEFAULT_CACHE_DIR = Path(".cache", "gpulesson-exec")
-SCHEMA = 2
+SCHEMA = 3
 LANGUAGES = ("python", "py")
-_KEY_ENV_EXCLUDED = (FRESH_ENV, CACHE_DIR_ENV)
+# Content data files under docs/ that blocks read; their contents are part of the key.
+DATA_SUFFIXES = (".yml", ".yaml", ".txt", ".json", ".csv", ".toml")
+THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+# Variables that change how a build runs, never what a block prints.
+_KEY_ENV_EXCLUDED = (FRESH_ENV, CACHE_DIR_ENV, TIMEOUT_ENV)
 
 log = logging.getLogger("mkdocs.plugins.gpulesson.site.exec_cache")
+
+
+class BlockMachineryError(SuperFencesException, PluginError):
+    """The block machinery itself broke (not a block): stops the build with the reason.
+
+    A SuperFencesException, so pymdownx does not swallow it and show the block as
+    plain code; a PluginError, so MkDocs prints the message without a traceback.
+    """
 
 
 @dataclass(frozen=True)
@@ -69,6 +114,10 @@ class CacheContext:
     numpy_version: str
     device_fingerprint: str  # canonical JSON, see device_fingerprint()
     environment: str  # canonical JSON of the GPULESSON_* variables
+    docs_names_sha256: str = "absent"  # every file name under docs/
+    docs_data_sha256: str = "absent"  # the contents of docs/'s data files
+    results_sha256: str = "absent"  # everything under results/
+    threads: str = "{}"  # canonical JSON, see thread_settings()
 
 
 @dataclass(frozen=True)
@@ -80,6 +129,28 @@ class CachePolicy:
     reason: str
 
 
+@dataclass(frozen=True)
+class BlockFailure:
+    """A block that failed: where, and what happened, in words."""
+
+    page: str
+    block_id: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.page}: block {self.block_id!r} {self.what}"
+
+
+@dataclass(frozen=True)
+class CachedResult:
+    """A stored result: what the block printed, published and logged."""
+
+    output: str  # at most OUTPUT_LIMIT_CHARS characters
+    output_chars: int  # how many characters the block printed
+    published: list[dict[str, Any]]
+    records: list[dict[str, Any]]  # {"logger", "level", "message"}, WARNING and above
+
+
 @dataclass
 class ExecSettings:
     """What the formatter needs for one build; set by ``configure`` from the site hook."""
@@ -88,6 +159,11 @@ class ExecSettings:
     context: CacheContext | None
     policy: CachePolicy
     recorder: exec_timing.Recorder = field(default_factory=exec_timing.Recorder)
+    runner: Any = None  # a block_runner.BlockRunner; None: a shared one, started on first use
+    limit_s: float | None = None  # per block; None: from GPULESSON_BLOCK_TIMEOUT_S
+    failures: list[BlockFailure] = field(default_factory=list)
+    # blocks served from the cache since the last run, for markdown-exec's block counter
+    counted: list[tuple[str | None, str | None, str | None]] = field(default_factory=list)
 
 
 def _truthy(value: str | None) -> bool:
@@ -116,6 +192,32 @@ def cache_policy(environ: Mapping[str, str]) -> CachePolicy:
     return CachePolicy(True, True, "cache on")
 
 
+def block_limit_s(environ: Mapping[str, str]) -> float:
+    """Seconds one block may run: ``GPULESSON_BLOCK_TIMEOUT_S``, else 600.
+
+    >>> block_limit_s({}), block_limit_s({"GPULESSON_BLOCK_TIMEOUT_S": "20"})
+    (600.0, 20.0)
+    >>> block_limit_s({"GPULESSON_BLOCK_TIMEOUT_S": "soon"})
+    Traceback (most recent call last):
+    ...
+    ValueError: GPULESSON_BLOCK_TIMEOUT_S='soon' is not a number of seconds above 0: \
+set it to e.g. 1200, or unset it for 600 s
+    """
+    text = environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"{TIMEOUT_ENV}={text!r} is not a number of seconds above 0: set it to e.g. 1200, "
+            f"or unset it for {DEFAULT_TIMEOUT_S:g} s"
+        )
+    return value
+
+
 def _files_under(root: Path) -> Iterator[Path]:
     for path in sorted(root.rglob("*")):
         parts = path.relative_to(root).parts
@@ -138,14 +240,60 @@ def tree_sha256(root: Path) -> str:
     return digest.hexdigest()
 
 
-def device_fingerprint(report: Any, record: Any) -> str:
-    """The device and torch facts a result depends on, as canonical JSON.
+def _is_editor_file(relative: Path) -> bool:
+    """Hidden files and editor leftovers (``.x.swp``, ``x~``, ``#x#``), which no block reads."""
+    return any(part.startswith((".", "#")) for part in relative.parts) or relative.name.endswith(
+        "~"
+    )
 
-    ``report`` is a ``probe.ProbeReport``; ``record`` the ``provenance.BuildRecord``
-    whose stamp the page shows. Every device or torch field of the stamp is here,
-    so a cached result is never shown under a stamp naming another device.
+
+def _docs_files(docs_dir: Path) -> Iterator[Path]:
+    if docs_dir.is_dir():
+        for path in _files_under(docs_dir):
+            if not _is_editor_file(path.relative_to(docs_dir)):
+                yield path
+
+
+def docs_names_sha256(docs_dir: Path) -> str:
+    """A hash of the names of all files under ``docs_dir`` (not their contents).
+
+    >>> docs_names_sha256(Path("/nonexistent-dir")) == docs_names_sha256(Path("/no-such"))
+    True
     """
-    facts = {
+    names = "\n".join(path.relative_to(docs_dir).as_posix() for path in _docs_files(docs_dir))
+    return hashlib.sha256(names.encode()).hexdigest()
+
+
+def docs_data_sha256(docs_dir: Path) -> str:
+    """A hash of the names and contents of the data files under ``docs_dir``."""
+    digest = hashlib.sha256()
+    for path in _docs_files(docs_dir):
+        if path.suffix.lower() in DATA_SUFFIXES:
+            digest.update(path.relative_to(docs_dir).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def thread_settings(threads: Mapping[str, int], environ: Mapping[str, str]) -> str:
+    """The threads torch uses and the ``*_NUM_THREADS`` variables, as canonical JSON.
+
+    >>> thread_settings({"torch_num_threads": 4}, {"OMP_NUM_THREADS": "4"})
+    '{"OMP_NUM_THREADS":"4","torch_num_threads":4}'
+    """
+    data: dict[str, Any] = dict(threads)
+    data.update({name: environ[name] for name in THREAD_ENV if name in environ})
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def device_fingerprint(report: Any, record: Any) -> str:
+    """The machine, device and torch facts a result depends on, as canonical JSON.
+
+    ``report`` is a ``probe.ProbeReport`` (every field: kernel, RAM, GPUs, driver,
+    ``CUDA_VISIBLE_DEVICES``...); ``record`` the ``provenance.BuildRecord`` whose
+    stamp the page shows. Every device or torch field of the stamp is here, so a
+    cached result is never shown under a stamp naming another device.
+    """
+    data = {
         "device_type": record.device_type,
         "device_name": record.device_name,
         "device_memory_bytes": record.device_memory_bytes,
@@ -154,13 +302,9 @@ def device_fingerprint(report: Any, record: Any) -> str:
         "torch_version": record.torch_version,
         "torch_cuda_build": record.torch_cuda_build,
         "probe_verdict": record.probe_verdict,
-        "gpus": [asdict(device) for device in report.devices],
-        "driver_version": report.driver.version,
-        "driver_cuda_version": report.driver.cuda_version,
-        "mps_available": report.mps_available,
-        "cuda_visible_devices": report.cuda_visible_devices,
+        "probe": asdict(report),
     }
-    return json.dumps(facts, sort_keys=True, separators=(",", ":"))
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=repr)
 
 
 def _numpy_version() -> str:
@@ -173,7 +317,15 @@ def _numpy_version() -> str:
 
 
 def build_context(
-    report: Any, record: Any, package_dir: Path, snippets_dir: Path, environ: Mapping[str, str]
+    report: Any,
+    record: Any,
+    *,
+    package_dir: Path,
+    snippets_dir: Path,
+    docs_dir: Path,
+    results_dir: Path,
+    threads: Mapping[str, int],
+    environ: Mapping[str, str],
 ) -> CacheContext:
     """Collect the cache context for this build from the probe and the trees on disk."""
     import platform
@@ -191,6 +343,10 @@ def build_context(
         numpy_version=_numpy_version(),
         device_fingerprint=device_fingerprint(report, record),
         environment=json.dumps(env, sort_keys=True),
+        docs_names_sha256=docs_names_sha256(docs_dir),
+        docs_data_sha256=docs_data_sha256(docs_dir),
+        results_sha256=tree_sha256(results_dir),
+        threads=thread_settings(threads, environ),
     )
 
 
@@ -206,8 +362,17 @@ def block_key(code: str, options: Mapping[str, Any], context: CacheContext) -> s
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _valid_record(record: Any) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("logger"), str)
+        and isinstance(record.get("level"), int)
+        and isinstance(record.get("message"), str)
+    )
+
+
 class ResultStore:
-    """Printed outputs on disk, one JSON file per key; damage reads as a miss.
+    """Block results on disk, one JSON file per key; damage reads as a miss.
 
     >>> import tempfile
     >>> store = ResultStore(Path(tempfile.mkdtemp()))
@@ -229,21 +394,27 @@ class ResultStore:
     def get(self, key: str) -> str | None:
         """The stored output for ``key``, or None when absent, unreadable or damaged."""
         entry = self.get_entry(key)
-        return None if entry is None else entry[0]
+        return None if entry is None else entry.output
 
-    def get_entry(self, key: str) -> tuple[str, list[dict[str, Any]]] | None:
-        """The stored output and published facts for ``key``, or None (absent or damaged)."""
+    def get_entry(self, key: str) -> CachedResult | None:
+        """The stored result for ``key``, or None (absent, unreadable or damaged)."""
         path = self.path_for(key)
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             output = entry["output"]
             published = entry["facts"]
+            records = entry["records"]
+            output_chars = entry["output_chars"]
             valid = (
                 entry["schema"] == SCHEMA
                 and entry["key"] == key
                 and isinstance(output, str)
+                and isinstance(output_chars, int)
+                and output_chars >= len(output)
                 and isinstance(published, list)
                 and all(isinstance(f, dict) and "name" in f and "value" in f for f in published)
+                and isinstance(records, list)
+                and all(_valid_record(r) for r in records)
                 and entry["output_sha256"] == hashlib.sha256(output.encode()).hexdigest()
             )
         except FileNotFoundError:
@@ -254,7 +425,7 @@ class ResultStore:
         if not valid:
             log.debug("ignoring damaged cache entry %s", path)
             return None
-        return output, published
+        return CachedResult(output, output_chars, published, records)
 
     def put(
         self,
@@ -262,14 +433,18 @@ class ResultStore:
         output: str,
         elapsed_s: float,
         published: list[dict[str, Any]] | None = None,
+        records: list[dict[str, Any]] | None = None,
+        output_chars: int | None = None,
     ) -> bool:
-        """Store ``output`` atomically; False (and nothing raised) when the disk refuses."""
+        """Store a result atomically; False (and nothing raised) when the disk refuses."""
         path = self.path_for(key)
         entry = {
             "schema": SCHEMA,
             "key": key,
             "output": output,
+            "output_chars": len(output) if output_chars is None else output_chars,
             "facts": published or [],
+            "records": records or [],
             "output_sha256": hashlib.sha256(output.encode()).hexdigest(),
             "elapsed_s": round(elapsed_s, 6),
         }
@@ -288,7 +463,79 @@ class ResultStore:
         return True
 
 
+def limit_output(output: str, limit_chars: int | None = None) -> tuple[str, int]:
+    """The part of ``output`` a page embeds (cut at a line end), and the full length.
+
+    ``limit_chars`` defaults to :data:`OUTPUT_LIMIT_CHARS`.
+
+    >>> limit_output("ab\\ncd\\nef", 7)
+    ('ab\\ncd\\n', 8)
+    >>> limit_output("short", 7)
+    ('short', 5)
+    """
+    limit_chars = OUTPUT_LIMIT_CHARS if limit_chars is None else limit_chars
+    if len(output) <= limit_chars:
+        return output, len(output)
+    cut = output.rfind("\n", 0, limit_chars) + 1
+    if cut < limit_chars // 2:
+        cut = limit_chars
+    return output[:cut], len(output)
+
+
+def truncation_note(block_id: str, output_chars: int, shown_chars: int) -> str:
+    """The visible note under an output that was cut.
+
+    >>> print(truncation_note("big", 3_000_000, 200_000))
+    <BLANKLINE>
+    <div class="admonition warning"><p class="admonition-title">Output truncated</p><p>Block \
+<code>big</code> printed 3,000,000 characters; the page shows the first 200,000.</p></div>
+    <BLANKLINE>
+    """
+    return (
+        '\n<div class="admonition warning"><p class="admonition-title">Output truncated</p>'
+        f"<p>Block <code>{html.escape(block_id)}</code> printed {output_chars:,} characters; "
+        f"the page shows the first {shown_chars:,}.</p></div>\n"
+    )
+
+
+def _embedded(output: str, output_chars: int, page: str, block_id: str) -> str:
+    """The output as the page embeds it; a warning when it was cut."""
+    if output_chars <= len(output):
+        return output
+    log.warning(
+        "%s: block %r printed %s characters; the page shows the first %s (output truncated). "
+        "Print a summary, or write the data to a file under docs/ and link it.",
+        page,
+        block_id,
+        f"{output_chars:,}",
+        f"{len(output):,}",
+    )
+    return output + "\n" + truncation_note(block_id, output_chars, len(output))
+
+
+def replay_records(records: list[dict[str, Any]], page: str, block_id: str) -> None:
+    """Log again, on the same loggers and levels, what a block logged when it ran."""
+    for record in records:
+        logging.getLogger(record["logger"]).log(
+            record["level"], "%s: block %r logged: %s", page, block_id, record["message"]
+        )
+
+
+def failure_summary(failures: list[BlockFailure]) -> str:
+    """The build-stopping message listing every block that failed.
+
+    >>> print(failure_summary([BlockFailure("a.md", "x", "called sys.exit(0)")]))
+    1 executed block failed, so the build stops:
+      a.md: block 'x' called sys.exit(0)
+    """
+    count = len(failures)
+    lines = [f"{count} executed block{'' if count == 1 else 's'} failed, so the build stops:"]
+    lines += [f"  {failure}" for failure in failures]
+    return "\n".join(lines)
+
+
 _settings = ExecSettings(store=None, context=None, policy=CachePolicy(False, False, "not set up"))
+_shared_runner: Any = None
 
 
 def configure(settings: ExecSettings) -> None:
@@ -302,22 +549,21 @@ def settings() -> ExecSettings:
     return _settings
 
 
-@functools.cache
-def _markdown_exec_python() -> Any | None:
-    """markdown-exec's Python runner module (private API), or None if it moved."""
-    import importlib
-    import warnings
+def setup_request() -> dict[str, Any]:
+    """What a new worker needs first: this process's import path."""
+    return {"op": "setup", "sys_path": list(sys.path)}
 
-    for name in ("markdown_exec._internal.formatters.python", "markdown_exec.formatters.python"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                module = importlib.import_module(name)
-                if callable(getattr(module, "_run_python", None)):
-                    return module
-        except ImportError:
-            continue
-    return None
+
+def shared_runner() -> Any:
+    """The worker for blocks run outside a configured build (tests), started on first use."""
+    global _shared_runner
+    if _shared_runner is None:
+        from gpulesson.site.block_runner import BlockRunner
+
+        package_parent = Path(__file__).resolve().parents[2]
+        _shared_runner = BlockRunner(package_parent=package_parent)
+        _shared_runner.set_up(setup_request(), DEFAULT_TIMEOUT_S)
+    return _shared_runner
 
 
 def validator(
@@ -337,13 +583,26 @@ def validator(
     return True
 
 
+def _failure_text(data: dict[str, Any], status: str, detail: str, limit_s: float) -> str:
+    """What happened to a block that did not finish normally, in words."""
+    if status == "timeout":
+        return f"{detail} ({TIMEOUT_ENV}; default {DEFAULT_TIMEOUT_S:g} s)"
+    if status == "died":
+        return f"{detail} (os._exit, a crash or a kill); the next block runs in a new worker"
+    what = data.get("what") or "failed"
+    if data.get("status") == "exit":
+        return f"{what}, which would end the build: a block must finish normally"
+    return what
+
+
 def cached_runner(
     settings: ExecSettings, *, use_cache: bool, workdir: str | None, width: int | None
 ) -> Callable[..., str]:
-    """A drop-in for markdown-exec's Python runner that reads and fills the cache."""
-    python = _markdown_exec_python()
-    if python is None:
-        raise RuntimeError("markdown-exec's Python runner was not found; see formatter()")
+    """A drop-in for markdown-exec's Python runner: the cache, else the worker process."""
+    import markdown_exec
+
+    runner = settings.runner or shared_runner()
+    limit_s = settings.limit_s or block_limit_s(os.environ)
 
     def run(
         code: str,
@@ -353,6 +612,8 @@ def cached_runner(
         **extra: str,
     ) -> str:
         start = time.perf_counter()
+        page = facts.current_page() or "(no page)"
+        block_id = id or "(no id)"
         store, context, policy = settings.store, settings.context, settings.policy
         cacheable = bool(use_cache and id and not session and store and context)
         key = ""
@@ -368,31 +629,51 @@ def cached_runner(
             if policy.read:
                 entry = store.get_entry(key)
                 if entry is not None:
-                    output, published = entry
-                    # keep markdown-exec's block counter as a fresh run would leave it
-                    count = getattr(python, "_code_block_id", None)
-                    if callable(count):
-                        count(id, session, extra.get("title"))
-                    facts.begin_block(id or "(no id)")
-                    facts.replay(published)
+                    settings.counted.append((id, session, extra.get("title")))
+                    facts.begin_block(block_id)
+                    facts.replay(entry.published)
                     facts.end_block()
-                    settings.recorder.block(id, "cached", time.perf_counter() - start)
-                    return output
-        facts.begin_block(id or "(no id)")
-        try:
-            output = python._run_python(
-                code, returncode=returncode, session=session, id=id, **extra
-            )
-        except Exception:
-            facts.end_block()
-            settings.recorder.block(id or "(no id)", "failed", time.perf_counter() - start)
-            raise
-        published = [fact.to_dict() for fact in facts.end_block()]
+                    replay_records(entry.records, page, block_id)
+                    settings.recorder.block(block_id, "cached", time.perf_counter() - start)
+                    return _embedded(entry.output, entry.output_chars, page, block_id)
+        request = {
+            "op": "run",
+            "code": code,
+            "returncode": returncode,
+            "session": session,
+            "id": id,
+            "extra": extra,
+            "page": page,
+            "page_facts": [fact.to_dict() for fact in facts.page_facts().values()],
+            "cwd": os.getcwd(),
+            "columns": os.environ.get("COLUMNS"),
+            "counted": list(settings.counted),
+        }
+        settings.counted.clear()
+        reply = runner.request(request, limit_s)
+        data = reply.data
+        records = data.get("records", [])
+        replay_records(records, page, block_id)
         elapsed_s = time.perf_counter() - start
-        if cacheable and policy.write and store is not None:
-            store.put(key, output, elapsed_s, published)
-        settings.recorder.block(id or "(no id)", "ran" if cacheable else "uncacheable", elapsed_s)
-        return output
+        if reply.status == "ok" and data.get("status") == "ok":
+            published = data["published"]
+            facts.begin_block(block_id)
+            facts.replay(published)
+            facts.end_block()
+            output, output_chars = limit_output(data["output"])
+            if cacheable and policy.write and store is not None:
+                store.put(key, output, elapsed_s, published, records, output_chars)
+            status = "ran" if cacheable else "uncacheable"
+            settings.recorder.block(block_id, status, elapsed_s)
+            return _embedded(output, output_chars, page, block_id)
+        what = _failure_text(data, reply.status, reply.detail, limit_s)
+        settings.failures.append(BlockFailure(page, block_id, what))
+        settings.recorder.block(block_id, "failed", elapsed_s)
+        log.error("%s: block %r %s", page, block_id, what)
+        message = data.get("message") or markdown_exec.code_block(
+            "python", data.get("trace") or f"Block {block_id!r} {what}."
+        )
+        raise markdown_exec.ExecutionError(message, data.get("returncode"))
 
     return run
 
@@ -408,17 +689,30 @@ def formatter(
     attrs: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> str:
-    """markdown-exec's Python formatter, running blocks through the cache."""
+    """markdown-exec's Python formatter, running blocks through the cache and the worker."""
     import markdown_exec
 
     options = dict(options)
     use_cache = options.pop("cache", True)
-    if _markdown_exec_python() is None:  # a markdown-exec without the runner we wrap
-        return markdown_exec.formatter(source, language, css_class, options, md, **kwargs)
-    run = cached_runner(
-        _settings, use_cache=use_cache, workdir=options.get("workdir"), width=options.get("width")
-    )
-    return markdown_exec.base_format(language="python", run=run, code=source, md=md, **options)
+    where = f"{facts.current_page() or '(no page)'}: block {options.get('id') or '(no id)'!r}"
+    try:
+        markdown_exec_api.load()
+        run = cached_runner(
+            _settings,
+            use_cache=use_cache,
+            workdir=options.get("workdir"),
+            width=options.get("width"),
+        )
+        return markdown_exec.base_format(language="python", run=run, code=source, md=md, **options)
+    except BlockMachineryError:
+        raise
+    except markdown_exec_api.MarkdownExecChanged as error:
+        raise BlockMachineryError(f"{where}: {error}") from error
+    except Exception as error:  # pymdownx would swallow it and show the block as plain code
+        raise BlockMachineryError(
+            f"{where}: gpulesson/site/exec_cache.py could not run it: "
+            f"{type(error).__name__}: {error}"
+        ) from error
 
 
 def custom_fences() -> list[dict[str, Any]]:

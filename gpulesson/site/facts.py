@@ -148,6 +148,29 @@ def replay(page_facts: list[dict[str, Any]]) -> None:
         publish(data["name"], data["value"], data.get("unit", ""))
 
 
+def restore(page_facts: list[dict[str, Any]]) -> None:
+    """Put back facts published before, with their page and block, without publishing them.
+
+    The worker process that runs blocks (:mod:`gpulesson.site.block_worker`) starts
+    each block from the facts its page has so far, so the block reads them as it would
+    in the build process.
+
+    >>> reset(); begin_page("p.md")
+    >>> restore([{"name": "x", "value": 2, "unit": "s", "page": "p.md", "block_id": "b"}])
+    >>> get("x").block_id, end_block()
+    ('b', [])
+    """
+    for data in page_facts:
+        fact = Fact(
+            name=data["name"],
+            value=_check(data["name"], data["value"]),
+            unit=data.get("unit", ""),
+            page=data["page"],
+            block_id=data["block_id"],
+        )
+        _pages.setdefault(fact.page, {})[fact.name] = fact
+
+
 def get(name: str, page: str | None = None) -> Fact:
     """The fact ``name`` published earlier on ``page`` (default: the page being built).
 

@@ -1,15 +1,19 @@
 """MkDocs hooks: provenance on every executed page and a build record in the site.
 
-Named in ``mkdocs.yml`` under ``hooks:``. At the start of a build the probe
-runs once; ``GPULESSON_REQUIRE_DEVICE=cuda`` makes the build fail, with the
-probe's diagnosis, when no CUDA device is visible, so CPU figures can never be
-published as GPU figures.
+Named in ``mkdocs.yml`` under ``hooks:``. At the start of a build the site hook
+checks that Python imported the gpulesson next to it (not another clone's), starts
+the worker process that runs executed blocks (``gpulesson.site.block_runner``) and
+runs the probe there, once; ``GPULESSON_REQUIRE_DEVICE=cuda`` makes the build fail,
+with the probe's diagnosis, when no CUDA device is visible, so CPU figures can
+never be published as GPU figures.
 
 Before each build (``mkdocs serve`` rebuilds included) every imported
-``gpulesson`` module is forgotten and imported again, so an edit to the package
-shows on the next rebuild without a restart. Executed Python blocks go through
-``gpulesson.site.exec_cache`` (a disk cache keyed by code, package, torch and device);
-the time each page spends in them is logged at the end of the build and
+``gpulesson`` module is forgotten and imported again, here and in the worker, so
+an edit to the package shows on the next rebuild without a restart; the worker
+itself (and its torch import) is kept. Executed Python blocks go through
+``gpulesson.site.exec_cache`` (a disk cache keyed by code, package, data, torch and
+device); a block that fails, exits, crashes or hangs fails the build with its page
+and id. The time each page spends in blocks is logged at the end of the build and
 written into the site as ``exec-timings.json``.
 """
 
@@ -27,13 +31,13 @@ import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
-from gpulesson import probe as probe_module
-from gpulesson.site import exec_cache, exec_timing, facts, provenance
+from gpulesson.site import block_runner, exec_cache, exec_timing, facts, provenance
 from gpulesson.site.provenance import BuildRecord
 
 RECORD_FILE = "build-record.json"
-REQUIRE_ENV = "GPULESSON_REQUIRE_DEVICE"
 PACKAGE = "gpulesson"
+# Kept when the package is reloaded: it owns the worker process (and its torch import).
+KEPT_MODULES = (f"{PACKAGE}.site.block_runner",)
 JINJA_CACHE_DIR = Path(".cache", "jinja-bytecode")
 log = logging.getLogger("mkdocs.plugins.gpulesson")
 _EXECUTED_FENCE = re.compile(r'^\s*(```|~~~).*\bexec="(on|1|true|yes)"', re.MULTILINE)
@@ -53,22 +57,44 @@ def required_device_error(required: str, selected: str, summary: str, fix: str) 
     if required == selected:
         return None
     return (
-        f"{REQUIRE_ENV}={required} but this build would run on {selected}. {summary} "
-        f"Next step: {fix}"
+        f"{exec_cache.REQUIRE_ENV}={required} but this build would run on {selected}. "
+        f"{summary} Next step: {fix}"
     )
 
 
-def purge_package_modules(package: str = PACKAGE) -> list[str]:
-    """Forget every imported module of ``package``, so the next import reads the disk.
+def package_location_error(hook_package: Path, imported: Path) -> str | None:
+    """The build-stopping message when Python imported a gpulesson other than the hook's.
+
+    >>> package_location_error(Path("/a/gpulesson"), Path("/a/gpulesson")) is None
+    True
+    >>> message = package_location_error(Path("/a/gpulesson"), Path("/b/gpulesson"))
+    >>> "imported gpulesson from /b/gpulesson" in message, message.endswith("from /a.")
+    (True, True)
+    """
+    if hook_package == imported:
+        return None
+    return (
+        f"This build runs the hooks in {hook_package} but Python imported gpulesson from "
+        f"{imported}, another copy (often: the venv's editable install points at another "
+        "clone), so the site would be built with that copy's code. Fix: pip install -e "
+        f"{hook_package.parent} in this venv, or run python -m mkdocs from {hook_package.parent}."
+    )
+
+
+def purge_package_modules(package: str = PACKAGE, keep: tuple[str, ...] = ()) -> list[str]:
+    """Forget every imported module of ``package`` but ``keep``, so imports read the disk.
 
     >>> import types
-    >>> sys.modules["fakepkg"] = sys.modules["fakepkg.sub"] = types.ModuleType("fakepkg")
-    >>> purge_package_modules("fakepkg")
+    >>> for name in ("fakepkg", "fakepkg.sub", "fakepkg.kept"):
+    ...     sys.modules[name] = types.ModuleType(name)
+    >>> purge_package_modules("fakepkg", keep=("fakepkg.kept",))
     ['fakepkg', 'fakepkg.sub']
-    >>> "fakepkg.sub" in sys.modules
-    False
+    >>> "fakepkg.sub" in sys.modules, "fakepkg.kept" in sys.modules
+    (False, True)
     """
-    names = sorted(n for n in sys.modules if n == package or n.startswith(package + "."))
+    names = sorted(
+        n for n in sys.modules if (n == package or n.startswith(package + ".")) and n not in keep
+    )
     for name in names:
         del sys.modules[name]
     return names
@@ -81,8 +107,8 @@ def _reload_package(config: Any) -> None:
     module again in place rebinds the names its functions look up, so the other
     hooks (and this one) call the package code now on disk.
     """
-    global exec_cache, exec_timing, facts, probe_module, provenance
-    purge_package_modules()
+    global exec_cache, exec_timing, facts, provenance
+    purge_package_modules(keep=KEPT_MODULES)
     hooks = list((config.get("hooks") or {}).values())
     for module in hooks:
         spec = getattr(module, "__spec__", None)
@@ -98,20 +124,78 @@ def _reload_package(config: Any) -> None:
         exec_cache = importlib.import_module(f"{PACKAGE}.site.exec_cache")
         exec_timing = importlib.import_module(f"{PACKAGE}.site.exec_timing")
         facts = importlib.import_module(f"{PACKAGE}.site.facts")
-        probe_module = importlib.import_module(f"{PACKAGE}.probe")
         provenance = importlib.import_module(f"{PACKAGE}.site.provenance")
 
 
-def _set_up_exec_cache(config: Any, report: Any, record: BuildRecord) -> None:
-    """Route Python blocks through the result cache for this build."""
+def _hook_package() -> Path:
+    """The gpulesson folder this hook file belongs to (``gpulesson/site/hooks.py``)."""
+    return Path(__file__).resolve().parents[1]
+
+
+def _start_worker(previous: Any, package_dir: Path, limit_s: float) -> Any:
+    """The block worker for this build: the previous build's if it still fits, else a new one."""
+    runner = previous
+    if runner is None or runner.package_parent != package_dir.parent:
+        if runner is not None:
+            runner.close()
+        runner = block_runner.BlockRunner(package_parent=package_dir.parent)
+    reply = runner.set_up(exec_cache.setup_request(), limit_s)
+    data = reply.data
+    if reply.status != "ok" or data.get("status") != "ok":
+        raise PluginError(
+            "the worker process that runs executed blocks could not start: "
+            f"{reply.detail or data.get('what')}\n{data.get('trace', '')}".rstrip()
+        )
+    message = package_location_error(package_dir, Path(data["gpulesson"]))
+    if message:
+        raise PluginError(f"in the block worker: {message}")
+    if data.get("markdown_exec"):
+        raise PluginError(data["markdown_exec"])
+    return runner
+
+
+def _probe_in_worker(runner: Any, limit_s: float) -> tuple[Any, dict[str, int]]:
+    """The probe's report and torch's thread counts, from the worker (torch loads there)."""
+    reply = runner.request({"op": "probe"}, limit_s)
+    data = reply.data
+    if reply.status != "ok" or data.get("status") != "ok":
+        raise PluginError(
+            f"the probe failed in the block worker: {reply.detail or data.get('what')}\n"
+            f"{data.get('trace', '')}".rstrip()
+        )
+    for record in data.get("records", []):
+        logging.getLogger(record["logger"]).log(record["level"], "%s", record["message"])
+    return data["report"], data["threads"]
+
+
+def _set_up_exec_cache(
+    config: Any,
+    report: Any,
+    record: BuildRecord,
+    threads: dict[str, int],
+    runner: Any,
+    limit_s: float,
+) -> None:
+    """Route Python blocks through the result cache and the worker for this build."""
     config_dir = Path(config["config_file_path"]).resolve().parent
     package_dir = Path(importlib.import_module(PACKAGE).__file__ or "").resolve().parent
     context = exec_cache.build_context(
-        report, record, package_dir, config_dir / "snippets", os.environ
+        report,
+        record,
+        package_dir=package_dir,
+        snippets_dir=config_dir / "snippets",
+        docs_dir=Path(config["docs_dir"]),
+        results_dir=config_dir / "results",
+        threads=threads,
+        environ=os.environ,
     )
     policy = exec_cache.cache_policy(os.environ)
     store = exec_cache.ResultStore(exec_cache.cache_dir(config_dir, os.environ))
-    exec_cache.configure(exec_cache.ExecSettings(store=store, context=context, policy=policy))
+    exec_cache.configure(
+        exec_cache.ExecSettings(
+            store=store, context=context, policy=policy, runner=runner, limit_s=limit_s
+        )
+    )
     superfences = config["mdx_configs"].setdefault("pymdownx.superfences", {})
     others = [
         fence
@@ -120,22 +204,38 @@ def _set_up_exec_cache(config: Any, report: Any, record: BuildRecord) -> None:
     ]
     superfences["custom_fences"] = others + exec_cache.custom_fences()
     log.info(
-        "executed blocks: %s; cache at %s; gpulesson from %s",
+        "executed blocks: %s; cache at %s; gpulesson from %s; worker pid %s; %g s per block",
         policy.reason,
         store.root,
         package_dir,
+        runner.pid,
+        limit_s,
     )
 
 
 def on_config(config: Any) -> Any:
-    """Reload gpulesson, probe once, enforce GPULESSON_REQUIRE_DEVICE, keep the record."""
+    """Reload gpulesson, start the block worker, probe once, enforce GPULESSON_REQUIRE_DEVICE."""
+    previous_runner = exec_cache.settings().runner  # kept across mkdocs serve rebuilds
     _reload_package(config)
-    report = probe_module.probe()
-    required = os.environ.get(REQUIRE_ENV, "").strip().lower()
+    package_dir = Path(importlib.import_module(PACKAGE).__file__ or "").resolve().parent
+    message = package_location_error(_hook_package(), package_dir)
+    if message:
+        raise PluginError(message)
+    try:
+        limit_s = exec_cache.block_limit_s(os.environ)
+        exec_cache.markdown_exec_api.load()
+    except (ValueError, exec_cache.markdown_exec_api.MarkdownExecChanged) as error:
+        raise PluginError(str(error)) from None
+    # Starting the worker and the probe (which imports torch) get the default limit at least.
+    setup_limit_s = max(limit_s, exec_cache.DEFAULT_TIMEOUT_S)
+    runner = _start_worker(previous_runner, package_dir, setup_limit_s)
+    report, threads = _probe_in_worker(runner, setup_limit_s)
+    require_env = exec_cache.REQUIRE_ENV
+    required = os.environ.get(require_env, "").strip().lower()
     if required:
         if required not in ("cuda", "mps", "cpu"):
             raise PluginError(
-                f"{REQUIRE_ENV}={required!r} is not a device: use cuda, mps or cpu, or unset it."
+                f"{require_env}={required!r} is not a device: use cuda, mps or cpu, or unset it."
             )
         message = required_device_error(
             required, report.selected_device, report.verdict.summary, report.verdict.fix
@@ -144,7 +244,7 @@ def on_config(config: Any) -> Any:
             raise PluginError(message)
     _state["record"] = provenance.collect_build_record(report)
     facts.reset()
-    _set_up_exec_cache(config, report, _state["record"])
+    _set_up_exec_cache(config, report, _state["record"], threads, runner, limit_s)
     return config
 
 
@@ -245,3 +345,12 @@ def on_post_build(config: Any) -> None:
         exec_timing.to_json(pages, reason)
     )
     log.info(exec_timing.to_text(pages, reason))
+    if settings.failures:
+        raise PluginError(exec_cache.failure_summary(settings.failures))
+
+
+def on_shutdown() -> None:
+    """Stop the block worker when MkDocs exits (``mkdocs serve`` keeps it between builds)."""
+    runner = exec_cache.settings().runner
+    if runner is not None:
+        runner.close()
