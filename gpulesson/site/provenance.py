@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
 import subprocess
 from dataclasses import asdict, dataclass
@@ -128,15 +129,38 @@ def device_label(record: BuildRecord) -> str:
     return f"CPU: {record.device_name}{threads}, {size} RAM"
 
 
+def markdown_text(value: object) -> str:
+    """``value`` as literal text in Markdown: no HTML, links, emphasis, code or cell breaks.
+
+    Machine facts (device and CPU names, versions, environment values) come from the
+    machine that builds the site, so they are escaped wherever a page shows them.
+
+    >>> print(markdown_text("<script>x</script> [a](b) *c* `d` e|f"))
+    &lt;script&gt;x&lt;/script&gt; \\[a\\](b) \\*c\\* \\`d\\` e\\|f
+    """
+    text = html.escape(str(value), quote=False).replace("\\", "\\\\")
+    for char in "`*_[]|":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
 def stamp_html(record: BuildRecord, record_url: str) -> str:
-    """The one-line stamp shown on every page with executed output."""
+    """The one-line stamp shown on every page with executed output (machine facts escaped).
+
+    >>> bad = BuildRecord("0", "abc", "2.13.0", None, "cpu", "<b>X</b>", None, "X", None,
+    ...     "no_nvidia_gpu", "2026-01-01T00:00:00Z")
+    >>> "&lt;b&gt;X&lt;/b&gt;" in stamp_html(bad, "r.json"), "<b>" in stamp_html(bad, "r.json")
+    (True, False)
+    """
     cuda = f" (CUDA {record.torch_cuda_build})" if record.torch_cuda_build else ""
     return (
         '<div class="gl-stamp" markdown="0">'
         f"The output on this page was computed when the site was built, on "
-        f"<strong>{device_label(record)}</strong> · torch {record.torch_version}{cuda} · "
-        f"commit <code>{record.git_commit}</code> · {record.built_at_utc} · "
-        f'<a href="{record_url}">build record</a></div>'
+        f"<strong>{html.escape(device_label(record))}</strong> · "
+        f"torch {html.escape(f'{record.torch_version}{cuda}')} · "
+        f"commit <code>{html.escape(record.git_commit)}</code> · "
+        f"{html.escape(record.built_at_utc)} · "
+        f'<a href="{html.escape(record_url)}">build record</a></div>'
     )
 
 
@@ -144,9 +168,9 @@ def no_gpu_notice_markdown(record: BuildRecord) -> str:
     """The notice for a page with GPU figures built on a machine without a CUDA GPU."""
     return (
         '!!! warning "GPU figures were not measured in this build"\n'
-        f"    This copy of the site was built on {device_label(record)}. Every measured "
-        "number below comes from that device, not from a GPU. The published course is "
-        "rebuilt on a CUDA GPU; to measure your own machine, run `gpulesson bench`.\n"
+        f"    This copy of the site was built on {markdown_text(device_label(record))}. "
+        "Every measured number below comes from that device, not from a GPU. The published "
+        "course is rebuilt on a CUDA GPU; to measure your own machine, run `gpulesson bench`.\n"
     )
 
 
@@ -162,5 +186,5 @@ def record_markdown(record: BuildRecord) -> str:
         ("Built at (UTC)", record.built_at_utc),
     ]
     lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {key} | {value} |" for key, value in rows]
+    lines += [f"| {key} | {markdown_text(value)} |" for key, value in rows]
     return "\n".join(lines)
