@@ -22,6 +22,7 @@ GB = 10**9
 GIB = 2**30
 MB = 10**6
 MIB = 2**20
+MAX_SIZE_BYTES = 2**63
 
 _UNITS: dict[str, int] = {
     "b": 1,
@@ -60,8 +61,9 @@ def format_gb_gib(n_bytes: float, digits: int = 1) -> str:
 def parse_size(text: str) -> int:
     """Parse a size such as ``24GiB``, ``80 GB``, ``512MiB`` or ``1.5e9`` into bytes.
 
-    A bare number is bytes. Raises ``ValueError`` naming the bad text and the
-    accepted forms.
+    A bare number is bytes. The result is at least one byte and at most
+    ``MAX_SIZE_BYTES`` (2^63, what a signed 64-bit byte count holds). Raises
+    ``ValueError`` naming the bad text and the accepted forms.
 
     >>> parse_size("1.5e9")
     1500000000
@@ -69,6 +71,10 @@ def parse_size(text: str) -> int:
     Traceback (most recent call last):
     ...
     ValueError: cannot read size 'lots': write a number with a unit, like 24GiB or 80GB
+    >>> parse_size("1e300GiB")
+    Traceback (most recent call last):
+    ...
+    ValueError: size '1e300GiB' is too large: at most 2^63 bytes; write a size like 24GiB or 80GB
     """
     match = _SIZE_RE.match(str(text))
     if not match:
@@ -84,4 +90,11 @@ def parse_size(text: str) -> int:
         )
     if not math.isfinite(number) or number <= 0:
         raise ValueError(f"size {text!r} must be a positive number of bytes")
-    return int(round(number * _UNITS[unit]))
+    size = number * _UNITS[unit]
+    if not size <= MAX_SIZE_BYTES:  # also catches an overflow to inf
+        raise ValueError(
+            f"size {text!r} is too large: at most 2^63 bytes; write a size like 24GiB or 80GB"
+        )
+    if size < 0.5:
+        raise ValueError(f"size {text!r} is less than one byte: write a size like 24GiB or 80GB")
+    return int(round(size))

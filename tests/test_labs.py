@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
+import subprocess
 
 import pytest
 import torch
 
+from gpulesson.memory import budget
+from gpulesson.memory.planner import planner_data
 from gpulesson.site import content, labs
 from gpulesson.site import labs_hook as site_labs
 from tests.conftest import REPO
@@ -148,49 +152,174 @@ def test_timing_lab_uses_measured_numbers_when_given():
     assert "| no | 0.0001 | 20000× |" in text
 
 
-def _budget():
-    budget = pytest.importorskip("gpulesson.memory.budget")
-    if not hasattr(budget, "planner_data"):
-        pytest.skip("gpulesson.memory.budget has no planner_data yet")
-    return budget
+PLANNER_CASES = [
+    labs.PlannerInputs(params=7e9, recipe=recipe, batch=2, sequence=1024)
+    for recipe in ("amp", "bf16", "fp16-fp32-grads", "mixed-fp32-master", "bf16-pure", "sgd")
+] + [
+    labs.PlannerInputs(params=7e9, recipe="qlora", sequence=2048, checkpointing="full"),
+    labs.PlannerInputs(params=7e9, recipe="lora", trainable_fraction=0.01, attention="eager"),
+    labs.PlannerInputs(params=13e9, recipe="infer-fp16", batch=4, sequence=4096),
+    labs.PlannerInputs(
+        params=124e6, recipe="fp32", vocab=50257, hidden=768, heads=12, layers=12, batch=16
+    ),
+]
 
 
-@pytest.mark.parametrize("params", [5e8, 1.5e9, 7e9, 70e9])
-def test_planner_persistent_terms_equal_budget_estimate(params):
-    budget = _budget()
-    data = budget.planner_data()
-    for recipe in data["recipes"]:
-        mine = labs.plan(data, labs.PlannerInputs(params, recipe))
-        ref = budget.estimate(params, preset=recipe)
-        assert mine.weights_bytes == pytest.approx(ref.weights_bytes, abs=2), recipe
-        assert mine.gradients_bytes == pytest.approx(ref.gradients_bytes, abs=2), recipe
-        assert mine.optimizer_bytes == pytest.approx(ref.optimizer_bytes, abs=2), recipe
-        assert mine.master_bytes == pytest.approx(ref.master_bytes, abs=2), recipe
+@pytest.mark.parametrize("x", PLANNER_CASES, ids=lambda x: x.recipe)
+def test_planner_bar_is_what_budget_estimate_holds_at_the_peak(x):
+    p = labs.plan(x)
+    shape = budget.TransformerShape(
+        vocab=x.vocab,
+        seq=x.sequence,
+        hidden=x.hidden,
+        heads=x.heads,
+        layers=x.layers,
+        batch=x.batch,
+    )
+    ref = budget.estimate(
+        x.params,
+        preset=x.recipe,
+        shape=shape,
+        attention=x.attention,
+        checkpointing=x.checkpointing,
+        trainable_fraction=x.trainable_fraction,
+    )
+    alive = next(ph for ph in ref.phases if ph.name == ref.peak_phase).alive_bytes
+    bar = (
+        p.weights_bytes,
+        p.master_bytes,
+        p.optimizer_bytes,
+        p.gradients_bytes,
+        p.activations_bytes,
+        p.temporaries_bytes,
+        p.kv_cache_bytes,
+    )
+    assert sum(bar) == p.total_bytes == ref.total_bytes == sum(alive.values())
+    assert p.peak_phase == ref.peak_phase
+    assert p.needed_bytes == ref.with_headroom_bytes
+    assert [c.fits for c in p.fits] == [budget.fits(ref, c.card_bytes).fits for c in p.fits]
 
 
-def test_planner_fit_rule_matches_budget_fits_for_inference():
-    budget = _budget()
-    data = budget.planner_data()
-    for params in (1e9, 7e9, 13e9, 34e9):
-        mine = labs.plan(data, labs.PlannerInputs(params, "infer-fp16"))
-        ref = budget.estimate(params, preset="infer-fp16")
-        for card, ok in mine.fits:
-            assert ok == budget.fits(ref, card).fits, (params, card)
-
-
-def test_planner_reproduces_the_sources_7b_bills():
-    data = _budget().planner_data()
-    no_acts = {"batch": 1, "sequence": 1, "hidden": 1, "layers": 1}
-    totals = {
-        r: labs.plan(data, labs.PlannerInputs(7e9, r, **no_acts)).total_bytes / 1e9
-        for r in ("bf16", "fp16-fp32-grads", "mixed-fp32-master")
-    }
-    assert [round(t) for t in totals.values()] == [84, 98, 112]
+def test_planner_reproduces_the_7b_bills_with_a_tiny_shape():
+    tiny = {"batch": 1, "sequence": 1, "hidden": 8, "heads": 1, "layers": 1, "vocab": 8}
+    totals = [
+        labs.plan(labs.PlannerInputs(params=7e9, recipe=r, **tiny)).total_bytes / 1e9
+        for r in ("bf16", "fp16-fp32-grads", "mixed-fp32-master", "amp")
+    ]
+    assert [round(t) for t in totals] == [84, 98, 112, 112]
 
 
 def test_planner_rejects_unknown_recipe():
-    with pytest.raises(ValueError, match="unknown recipe 'nope'"):
-        labs.plan(_budget().planner_data(), labs.PlannerInputs(7e9, "nope"))
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        labs.plan(labs.PlannerInputs(params=7e9, recipe="nope"))
+
+
+def test_planner_table_shows_every_case_with_its_peak_phase():
+    results = tuple(labs.plan(x) for x in labs.planner_cases())
+    table = labs.planner_markdown(results)
+    assert table.count("\n") == len(results) + 1
+    assert "| 7B, amp, batch 1×512 | optimizer step | 28.0 |" in table
+    assert "| 80 GB |" in table.splitlines()[0]
+
+
+_NODE_PLAN = """
+const fs = require("fs");
+global.window = {};
+global.document = {
+  readyState: "loading", addEventListener() {}, getElementById() { return null; }
+};
+eval(fs.readFileSync(process.argv[2], "utf8"));
+const input = JSON.parse(fs.readFileSync(0, "utf8"));
+process.stdout.write(JSON.stringify(input.cases.map((x) => window.glLabs.plan(input.data, x))));
+"""
+
+
+def _grid() -> list[labs.PlannerInputs]:
+    """Every recipe on a spread of models and micro-batches (a fixed pseudo-random grid)."""
+    import random
+
+    rng = random.Random(12)
+    cases = []
+    for recipe in planner_data()["recipes"]:
+        for _ in range(10):
+            hidden, heads = rng.choice([(768, 12), (2048, 16), (4096, 32), (64, 1)])
+            cases.append(
+                labs.PlannerInputs(
+                    params=rng.choice([0.1, 0.5, 1.5, 7, 13, 70]) * 1e9,
+                    recipe=recipe,
+                    batch=rng.choice([1, 2, 8, 16]),
+                    sequence=rng.choice([128, 512, 2048, 4096]),
+                    vocab=rng.choice([8, 32000, 50257]),
+                    hidden=hidden,
+                    heads=heads,
+                    layers=rng.choice([1, 12, 32]),
+                    attention=rng.choice(["sdpa", "eager"]),
+                    checkpointing=rng.choice(["none", "full"]),
+                    trainable_fraction=rng.choice([0.001, 0.01, 1.0]),
+                )
+            )
+    return cases
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js to run labs.js")
+def test_planner_script_evaluates_the_tables_exactly_as_estimate(tmp_path):
+    """labs.js's plan(), run by Node on planner.json, against labs.plan (estimate) on 130 inputs."""
+    script = tmp_path / "plan.js"
+    script.write_text(_NODE_PLAN)
+    cases = _grid()
+    data = planner_data()
+    payload = {
+        "data": data,
+        "cases": [
+            {
+                "params": x.params,
+                "recipe": x.recipe,
+                "optimizer": None,
+                "batch": x.batch,
+                "sequence": x.sequence,
+                "vocab": x.vocab,
+                "hidden": x.hidden,
+                "heads": x.heads,
+                "layers": x.layers,
+                "attention": x.attention,
+                "checkpointing": x.checkpointing,
+                "fraction": x.trainable_fraction,
+            }
+            for x in cases
+        ],
+    }
+    result = subprocess.run(
+        ["node", str(script), str(REPO / "docs" / "javascripts" / "labs.js")],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    for x, js in zip(cases, json.loads(result.stdout), strict=True):
+        adapters = data["recipes"][x.recipe]["adapters"]
+        p = labs.plan(x if adapters else dataclasses.replace(x, trainable_fraction=None))
+        python = {
+            "phase": p.peak_phase,
+            "weights": p.weights_bytes,
+            "master": p.master_bytes,
+            "optimizer": p.optimizer_bytes,
+            "gradients": p.gradients_bytes,
+            "activations": p.activations_bytes,
+            "temporaries": p.temporaries_bytes,
+            "kv_cache": p.kv_cache_bytes,
+            "total": p.total_bytes,
+            "needed": p.needed_bytes,
+            "fits": [c.fits for c in p.fits],
+        }
+        assert {k: js[k] for k in python} == python, x
+
+
+def test_post_build_writes_the_planners_tables(tmp_path):
+    site_labs.on_post_build({"site_dir": str(tmp_path)})
+    planner = json.loads((tmp_path / "assets" / "labs" / "planner.json").read_text())
+    assert planner == json.loads(json.dumps(planner_data()))
+    assert planner["points"]["training"][0]["phase"] == "forward"
 
 
 def test_post_build_writes_the_json(tmp_path):

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
+from gpulesson.memory import torch_tools
 from gpulesson.memory.gpt2 import GPT2, GPT2Config, parameter_count
 from gpulesson.memory.measure import (
     accuracy_summary,
     accuracy_to_markdown,
     build_cases,
+    chunked_loss_cases,
     measure_gpt2,
     measured_to_markdown,
     run_accuracy,
@@ -78,6 +82,77 @@ def test_build_grid_meets_the_accuracy_target():
     assert summary["max_abs_error"] <= 0.10
     assert summary["median_abs_error"] <= 0.05
     assert "target" in accuracy_to_markdown(rows)
+
+
+def test_chunked_loss_computes_the_same_loss_and_gradients():
+    torch.manual_seed(0)
+    standard = GPT2(SMALL)
+    chunked = GPT2(GPT2Config(512, 64, 64, 4, 2, "eager", loss="chunked", loss_chunks=3))
+    chunked.load_state_dict(standard.state_dict())
+    idx = torch.randint(0, 512, (2, 32))
+    a, b = standard(idx, idx), chunked(idx, idx)
+    a.backward()
+    b.backward()
+    assert torch.allclose(a, b, atol=1e-5)
+    assert torch.allclose(standard.wte.weight.grad, chunked.wte.weight.grad, atol=1e-5)
+
+
+def test_chunked_loss_estimate_meets_the_accuracy_target():
+    rows = run_accuracy(chunked_loss_cases(), mode="fake")
+    summary = accuracy_summary(rows)
+    assert summary["max_abs_error"] <= 0.10
+    assert summary["median_abs_error"] <= 0.05
+    assert all("chunked-loss" in r.case.label() for r in rows)
+    # the chunked runs hold far less than the same runs with the standard loss
+    for row in rows:
+        c = row.case.config
+        standard = GPT2Config(c.vocab_size, c.seq_len, c.hidden, c.heads, c.layers, c.attention)
+        full = measure_gpt2(standard, batch=row.case.batch, dtype=row.case.dtype, mode="fake")
+        assert row.measured.peak_bytes < full.peak_bytes
+
+
+def test_a_missing_private_torch_module_fails_loudly_naming_the_version(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.distributed._tools.mem_tracker", None)
+    with pytest.raises(torch_tools.PrivateTorchAPIError) as err:
+        measure_gpt2(SMALL, batch=1, mode="fake")
+    message = str(err.value)
+    assert f"torch {torch.__version__}" in message
+    assert "torch.distributed._tools.mem_tracker.MemTracker" in message
+    assert "gpulesson/memory/torch_tools.py" in message
+
+
+def test_a_moved_fake_tensor_mode_fails_loudly(monkeypatch):
+    import torch._subclasses.fake_tensor as fake_tensor
+
+    monkeypatch.delattr(fake_tensor, "FakeTensorMode")
+    with pytest.raises(torch_tools.PrivateTorchAPIError, match="FakeTensorMode"):
+        torch_tools.fake_tensor_mode()
+
+
+def test_a_tracker_without_its_peak_fields_fails_loudly(monkeypatch):
+    import torch.distributed._tools.mem_tracker as mem_tracker
+
+    class Tracker(mem_tracker.MemTracker):
+        def __init__(self) -> None:
+            super().__init__()
+            del self._peak_mem_snap
+
+    monkeypatch.setattr(mem_tracker, "MemTracker", Tracker)
+    with pytest.raises(torch_tools.PrivateTorchAPIError, match="no attribute _peak_mem_snap"):
+        torch_tools.mem_tracker()
+
+
+def test_an_unknown_tracker_category_is_not_filed_under_other():
+    class Tracker:
+        def get_tracker_snapshot(self, kind: str) -> dict:
+            return {"cpu": {"Total": 10, "Parameter": 4, "Workspace": 6}}
+
+    with pytest.raises(torch_tools.PrivateTorchAPIError, match="unknown category 'Workspace'"):
+        torch_tools.peak_by_category(Tracker())
+    known = {"cpu": {"Total": 10, "Parameter": 4, "Temp": 6}}
+    Tracker.get_tracker_snapshot = lambda self, kind: known  # type: ignore[method-assign]
+    total, lines = torch_tools.peak_by_category(Tracker())
+    assert (total, lines["parameters"], lines["temporaries"]) == (10, 4, 6)
 
 
 @pytest.mark.gpu

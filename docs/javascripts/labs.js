@@ -416,57 +416,164 @@
 
   /* ------------------------------------------------------------- planner */
 
-  /* The formula of gpulesson.memory.budget.planner_data (see its docstring), step for
-     step as gpulesson.site.labs.plan runs it; the tests compare all three. */
+  /* The planner evaluates gpulesson.memory's own tables (planner.json, written at build by
+     gpulesson.memory.planner.planner_data): the recipes' bytes per parameter, the terms
+     (sums of monomials) and the phase points of gpulesson.memory.terms, in the order
+     gpulesson.memory.budget.estimate evaluates them. No formula of its own: the browser
+     test compares it with estimate() on many inputs. One GPU, no sharding, no gradient
+     accumulation, the per-tensor optimizer, the standard loss. */
+
+  function holds(when, conditions) {
+    return when.every(function (c) { return conditions[c] === true; });
+  }
+
+  function evaluateTerms(data, sizes, conditions) {
+    var values = {};
+    data.terms.forEach(function (term) {
+      var best = 0;
+      term.options.forEach(function (option) {
+        var total = 0;
+        option.forEach(function (m) {
+          if (!holds(m.when, conditions)) { return; }
+          var v = m.coefficient;
+          m.sizes.forEach(function (name) { v *= sizes[name]; });
+          total += v;
+        });
+        best = Math.max(best, total);
+      });
+      if (term.scale !== null && best) { best = sizes[term.scale] * best; }
+      values[term.name] = best;
+    });
+    return values;
+  }
+
+  function useBytes(uses, values, layers, done) {
+    var total = 0;
+    uses.forEach(function (u) {
+      total += (u.times + u.per_layer * layers + u.per_done * done) * values[u.term];
+    });
+    return Math.trunc(total);
+  }
+
+  function pointBytes(p, values, layers, done) {
+    var lines = p.alive.map(function (line) { return [line[0], useBytes(line[1], values, layers, done)]; });
+    var total = lines.reduce(function (sum, line) { return sum + line[1]; }, 0);
+    return { phase: p.phase, label: p.label, lines: lines, total: total };
+  }
+
+  /* Each phase's largest point (the first of equals); a run of per-block points loops
+     over the blocks outside, as gpulesson.memory.terms.evaluate_points does. */
+  function phasePeaks(points, values, conditions, layers) {
+    var active = points.filter(function (p) { return holds(p.when, conditions); });
+    var peaks = {};
+    var order = [];
+    function offer(b) {
+      if (!(b.phase in peaks)) { order.push(b.phase); peaks[b.phase] = b; }
+      else if (b.total > peaks[b.phase].total) { peaks[b.phase] = b; }
+    }
+    for (var i = 0; i < active.length;) {
+      if (!active[i].each_block) { offer(pointBytes(active[i], values, layers, 0)); i += 1; continue; }
+      var run = [];
+      while (i < active.length && active[i].each_block) { run.push(active[i]); i += 1; }
+      for (var done = 0; done < layers; done += 1) {
+        run.forEach(function (p) { offer(pointBytes(p, values, layers, done)); });
+      }
+    }
+    return order.map(function (name) { return peaks[name]; });
+  }
+
   function plan(data, x) {
     var r = data.recipes[x.recipe];
-    var trainable = r.adapters ? x.params * x.fraction : (r.inference ? 0 : x.params);
-    var opt = x.optimizer || r.optimizer_default;
-    var weights = x.params * r.weights + trainable * r.adapter_weights;
+    var params = Math.round(x.params);
+    var trainable = r.adapters ? Math.round(params * x.fraction) : (r.inference ? 0 : params);
+    var opt = r.inference ? null : (x.optimizer || r.optimizer_default);
+    var stateBytes = opt ? r.optimizer[opt] : 0;
+    var states = opt ? r.states[opt] : 0;
     var gradients = trainable * r.gradients;
-    var state = opt ? trainable * r.optimizer[opt] : 0;
-    var master = trainable * r.master;
-    var perLayer = data.activation.per_layer_bsh[x.checkpointing];
-    var acts = r.inference ? 0 : x.layers * r.act_bytes * x.batch * x.sequence * x.hidden * perLayer;
-    var total = weights + gradients + state + master + acts;
-    var needed = (total + data.headroom.cuda_context_bytes) / (1 - data.headroom.allocator_slack_fraction);
-    return { weights: weights, gradients: gradients, optimizer: state, master: master,
-      activations: acts, total: total, needed: needed,
-      fits: data.cards_bytes.map(function (c) { return needed <= c; }) };
+    var persistent = [
+      ["weights", Math.trunc(params * r.weights + trainable * r.adapter_weights)],
+      ["master weights", Math.trunc(trainable * r.master)],
+      ["optimizer state", Math.trunc(trainable * stateBytes)]
+    ];
+    var sizes = {
+      batch: x.batch, seq: x.sequence, hidden: x.hidden, heads: x.heads, kv_hidden: x.hidden,
+      vocab: x.vocab, layers: x.layers, dtype: r.compute_bytes, slice_tokens: x.batch * x.sequence,
+      gradient_bytes: gradients, trainable: trainable,
+      grad_per_param: params ? gradients / params : 0,
+      state_value_bytes: stateBytes / Math.max(states, 1)
+    };
+    var conditions = {};
+    [x.attention, x.checkpointing === "full" ? "checkpointing" : "no_checkpointing", "standard_loss",
+      "single_micro_batch", "per_tensor", states > 0 ? "has_state" : "no_state",
+      trainable === params ? "full_training" : "partial_training",
+      r.inference ? "inference" : "training"].forEach(function (c) { conditions[c] = true; });
+    var values = evaluateTerms(data, sizes, conditions);
+    var phases = phasePeaks(r.inference ? data.points.inference : data.points.training, values,
+      conditions, x.layers);
+    var persistentTotal = persistent.reduce(function (sum, line) { return sum + line[1]; }, 0);
+    var peak = phases[0];
+    phases.forEach(function (p) { if (p.total >= peak.total) { peak = p; } }); /* ties: the later */
+    var alive = {};
+    persistent.concat(peak.lines).forEach(function (line) { alive[line[0]] = line[1]; });
+    var total = persistentTotal + peak.total;
+    var head = data.headroom;
+    var needed = Math.trunc((total + head.cuda_context_bytes) / (1 - head.allocator_slack_fraction));
+    return {
+      phase: peak.phase, point: peak.label,
+      weights: alive.weights || 0, master: alive["master weights"] || 0,
+      optimizer: alive["optimizer state"] || 0, gradients: alive.gradients || 0,
+      activations: alive.activations || 0, temporaries: alive.temporaries || 0,
+      kv_cache: alive["KV cache"] || 0,
+      total: total, needed: needed,
+      fits: data.cards_bytes.map(function (c) { return needed <= c; })
+    };
   }
+
+  var PLANNER_KEYS = ["weights", "master", "optimizer", "gradients", "activations", "temporaries", "kv_cache"];
+  var PLANNER_LABELS = ["weights", "master weights", "optimizer state", "gradients", "activations",
+    "temporaries", "KV cache"];
+  /* Colours for the two segments labs.css has no class for (gl-seg-0..4 cover the first five). */
+  var EXTRA_COLOURS = { 5: "#00897b", 6: "#546e7a" };
 
   function planner(box, data) {
     var names = Object.keys(data.recipes);
     var recipe = el("select", { "data-in": "recipe" }, names.map(function (n) {
-      return el("option", { value: n, text: n, selected: n === "fp16-fp32-grads" });
+      return el("option", { value: n, text: n, selected: n === data.default_preset });
     }));
     var optNames = Object.keys(data.recipes[names[0]].optimizer);
     var optimizer = el("select", { "data-in": "optimizer" }, optNames.map(function (n) {
       return el("option", { value: n, text: n });
     }));
+    var attention = el("select", { "data-in": "attention" }, ["sdpa", "eager"].map(function (n) {
+      return el("option", { value: n, text: n });
+    }));
     var params = el("input", { type: "range", min: "0.1", max: "70", step: "0.1", value: "7", "data-in": "params" });
     var batch = numberInput(1, { min: "1", step: "1", "data-in": "batch" });
     var sequence = numberInput(512, { min: "1", step: "1", "data-in": "sequence" });
+    var vocab = numberInput(32000, { min: "1", step: "1", "data-in": "vocab" });
     var hidden = numberInput(4096, { min: "1", step: "1", "data-in": "hidden" });
+    var heads = numberInput(32, { min: "1", step: "1", "data-in": "heads" });
     var layers = numberInput(32, { min: "1", step: "1", "data-in": "layers" });
     var ckpt = el("input", { type: "checkbox", "data-in": "checkpointing", id: nextId("ckpt") });
     var fraction = numberInput(data.default_trainable_fraction * 100, { min: "0.01", max: "100", step: "0.05", "data-in": "fraction" });
     var paramsOut = out("params");
-    var totalOut = out("total"); var neededOut = out("needed");
-    var stack = el("div", { class: "gl-stack", role: "img", "aria-label": "memory by consumer" });
-    var keys = ["weights", "gradients", "optimizer", "master", "activations"];
-    var labels = ["weights", "gradients", "optimizer state", "master weights", "activations"];
-    var legendOuts = keys.map(function (k) { return out(k); });
-    var legend = el("ul", { class: "gl-legend" }, keys.map(function (k, i) {
-      return el("li", {}, [el("span", { class: "gl-key gl-key-" + i, "aria-hidden": "true" }), labels[i] + ": ", legendOuts[i]]);
+    var totalOut = out("total"); var neededOut = out("needed"); var phaseOut = out("phase");
+    var stack = el("div", { class: "gl-stack", role: "img", "aria-label": "memory alive at the peak, by consumer" });
+    var legendOuts = PLANNER_KEYS.map(function (k) { return out(k); });
+    var legend = el("ul", { class: "gl-legend" }, PLANNER_KEYS.map(function (k, i) {
+      var key = el("span", { class: "gl-key gl-key-" + i, "aria-hidden": "true",
+        style: EXTRA_COLOURS[i] ? "background:" + EXTRA_COLOURS[i] : null });
+      return el("li", {}, [key, PLANNER_LABELS[i] + ": ", legendOuts[i]]);
     }));
     var cards = el("ul", { class: "gl-cardlist", "aria-live": "polite", "data-out": "cards" });
 
+    function whole(input) { var v = Number(input.value); return Number.isInteger(v) && v >= 1 ? v : NaN; }
+
     function inputs() {
       return { params: Number(params.value) * 1e9, recipe: recipe.value,
-        optimizer: optimizer.disabled ? null : optimizer.value,
-        batch: Number(batch.value), sequence: Number(sequence.value), hidden: Number(hidden.value),
-        layers: Number(layers.value), checkpointing: ckpt.checked ? "full" : "none",
+        optimizer: optimizer.disabled ? null : optimizer.value, attention: attention.value,
+        batch: whole(batch), sequence: whole(sequence), vocab: whole(vocab), hidden: whole(hidden),
+        heads: whole(heads), layers: whole(layers), checkpointing: ckpt.checked ? "full" : "none",
         fraction: Number(fraction.value) / 100 };
     }
 
@@ -482,17 +589,21 @@
       var x = inputs();
       paramsOut.textContent = fmt(x.params / 1e9, 1) + " billion parameters";
       params.setAttribute("aria-valuetext", paramsOut.textContent);
-      var bad = [x.batch, x.sequence, x.hidden, x.layers].some(function (v) { return !(v >= 1); }) ||
+      var bad = [x.batch, x.sequence, x.vocab, x.hidden, x.heads, x.layers].some(function (v) { return !(v >= 1); }) ||
         (!fraction.disabled && !(x.fraction > 0 && x.fraction <= 1));
       if (bad) { totalOut.textContent = "enter positive whole numbers (and a share of 0–100 %)"; return; }
+      if (x.hidden % x.heads !== 0) { totalOut.textContent = "the heads must divide the hidden size"; return; }
       var p = plan(data, x);
       var scale = Math.max(p.total, data.cards_bytes[data.cards_bytes.length - 1]);
       stack.textContent = "";
-      keys.forEach(function (k, i) {
+      PLANNER_KEYS.forEach(function (k, i) {
         legendOuts[i].textContent = fmt(p[k] / 1e9, 1) + " GB";
         legendOuts[i].dataset.value = String(p[k]);
-        stack.appendChild(el("div", { class: "gl-seg gl-seg-" + i, style: "width:" + (100 * p[k] / scale) + "%" }));
+        var style = "width:" + (100 * p[k] / scale) + "%" + (EXTRA_COLOURS[i] ? ";background:" + EXTRA_COLOURS[i] : "");
+        stack.appendChild(el("div", { class: "gl-seg gl-seg-" + i, style: style }));
       });
+      phaseOut.textContent = p.phase + " (" + p.point + ")";
+      phaseOut.dataset.value = p.phase;
       totalOut.textContent = fmt(p.total / 1e9, 1) + " GB";
       totalOut.dataset.value = String(p.total);
       neededOut.textContent = fmt(p.needed / 1e9, 1) + " GB with the CUDA context and allocator slack";
@@ -504,18 +615,20 @@
       });
     }
 
-    [params, batch, sequence, hidden, layers, fraction].forEach(function (i) { i.addEventListener("input", update); });
-    [optimizer, ckpt].forEach(function (i) { i.addEventListener("change", update); });
+    [params, batch, sequence, vocab, hidden, heads, layers, fraction].forEach(function (i) { i.addEventListener("input", update); });
+    [optimizer, attention, ckpt].forEach(function (i) { i.addEventListener("change", update); });
     recipe.addEventListener("change", recipeChanged);
-    box.appendChild(badge("Computed in your browser from gpulesson.memory.budget's coefficients (planner.json, " +
-      "written at build). GB = 10⁹ bytes. Activations use " + data.activation.per_layer_bsh.none +
-      " values per layer per token per hidden unit, 1 with full checkpointing."));
+    box.appendChild(badge("Computed in your browser from gpulesson.memory's own term tables (planner.json, " +
+      "written at build): the same terms and phases as gpulesson budget, on one GPU. GB = 10⁹ bytes. " +
+      "The bar is what is alive at the step's peak."));
     box.appendChild(field("Model size (billions of parameters)", params));
     box.appendChild(el("p", { class: "gl-hint" }, [paramsOut]));
     box.appendChild(el("div", { class: "gl-grid" }, [
       field("Precision recipe", recipe), field("Optimizer", optimizer),
       field("Batch size", batch), field("Sequence length", sequence),
-      field("Hidden size", hidden), field("Layers", layers),
+      field("Vocabulary", vocab), field("Hidden size", hidden),
+      field("Attention heads", heads), field("Layers", layers),
+      field("Attention", attention),
       field("Trainable share for LoRA/QLoRA (%)", fraction)
     ]));
     box.appendChild(el("div", { class: "gl-field gl-check" }, [ckpt,
@@ -523,7 +636,8 @@
     box.appendChild(stack);
     box.appendChild(legend);
     box.appendChild(el("dl", { class: "gl-results" }, [
-      el("dt", { text: "total" }), el("dd", {}, [totalOut]),
+      el("dt", { text: "peak" }), el("dd", {}, [phaseOut]),
+      el("dt", { text: "total at the peak" }), el("dd", {}, [totalOut]),
       el("dt", { text: "a card needs" }), el("dd", {}, [neededOut])
     ]));
     box.appendChild(cards);

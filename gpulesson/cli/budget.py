@@ -1,4 +1,11 @@
-"""``gpulesson budget``: a step's memory ledger, and whether it fits your cards."""
+"""``gpulesson budget``: a step's memory ledger, and whether it fits your cards.
+
+Torch-free: this module imports only ``gpulesson.memory``'s arithmetic
+(``recipes``, ``budget``, ``render``) and ``gpulesson.units``, none of which
+imports torch, so a bad argument is refused before anything heavy loads. Every
+bad argument is a ``ValueError`` naming the option and the fix, which the CLI
+prints as one line and exit 2.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,18 @@ import json
 import math
 import re
 
-from gpulesson.memory import budget
+from gpulesson.memory import budget, recipes
 from gpulesson.memory import render as budget_render
+from gpulesson.memory.shape import MAX_COUNT, short_number
 from gpulesson.units import parse_size
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 _COUNT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBtT]?)\s*$")
+_SHAPE_OPTIONS = ("vocab", "seq", "hidden", "heads", "layers")
 
 
 def parse_count(text: str, name: str = "--params") -> float:
-    """Read a parameter count like ``7e9``, ``7B`` or ``1.3b``.
+    """Read a parameter count like ``7e9``, ``7B`` or ``1.3b``: at least 1, at most 2^53.
 
     >>> parse_count("7B")
     7000000000.0
@@ -24,24 +33,88 @@ def parse_count(text: str, name: str = "--params") -> float:
     Traceback (most recent call last):
     ...
     ValueError: --params 'nan' is not a positive count: write e.g. 7e9 or 7B
+    >>> parse_count("1e-300")
+    Traceback (most recent call last):
+    ...
+    ValueError: --params '1e-300' is less than one parameter: write e.g. 7e9 or 7B
     """
     match = _COUNT_RE.match(text)
     value = float(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else math.nan
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} {text!r} is not a positive count: write e.g. 7e9 or 7B")
+    if value < 0.5:
+        raise ValueError(f"{name} {text!r} is less than one parameter: write e.g. 7e9 or 7B")
+    if value > MAX_COUNT:
+        raise ValueError(
+            f"{name} {short_number(text)!r} is too large: at most 2^53 ({MAX_COUNT:.1e}), "
+            "e.g. 7e9 or 7B"
+        )
     return value
 
 
-def _positive_int(name: str, text: str | None) -> int | None:
+def positive_int(option: str, text: str | None) -> int | None:
+    """Read a whole-number option (``None`` stays ``None``); at most 2^53.
+
+    >>> positive_int("batch", "8")
+    8
+    >>> positive_int("gpus", "1" + "0" * 400)
+    Traceback (most recent call last):
+    ...
+    ValueError: --gpus 100000000000...(401 digits) is too large: at most 2^53 (9.0e+15)
+    """
     if text is None:
         return None
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(f"--{name} {text!r} is not a whole number") from None
+        raise ValueError(f"--{option} {short_number(text)!r} is not a whole number") from None
     if value <= 0:
-        raise ValueError(f"--{name} {text!r} must be a positive whole number")
+        raise ValueError(f"--{option} {text!r} must be a positive whole number")
+    if value > MAX_COUNT:
+        raise ValueError(
+            f"--{option} {short_number(text)} is too large: at most 2^53 ({MAX_COUNT:.1e})"
+        )
     return value
+
+
+def parse_fraction(text: str | None) -> float | None:
+    """Read ``--trainable-fraction``: a share above 0 and at most 1.
+
+    >>> parse_fraction("0.01")
+    0.01
+    >>> parse_fraction("nan")
+    Traceback (most recent call last):
+    ...
+    ValueError: --trainable-fraction 'nan' must be a share above 0 and at most 1, e.g. 0.001
+    """
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise ValueError(
+            f"--trainable-fraction {short_number(text)!r} must be a share above 0 and at most 1, "
+            "e.g. 0.001"
+        )
+    return value
+
+
+def parse_card(text: str) -> int:
+    """Read one ``--card`` size such as ``24GiB`` or ``80GB`` into bytes.
+
+    >>> parse_card("24GiB")
+    25769803776
+    >>> parse_card("1e-30GiB")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --card '1e-30GiB': size '1e-30GiB' is less than one byte: ...
+    """
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise ValueError(f"--card {short_number(text)!r}: {exc}") from None
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -52,24 +125,47 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Estimate the memory of one step: weights, gradients, optimizer state, "
         "master weights, activations, temporaries, KV cache; the peak phase; and whether it "
         "fits your cards with headroom. With only --params and --preset the total is the "
-        "sources' per-parameter arithmetic.",
+        "per-parameter arithmetic. With both --params and a config, --params prices the "
+        "weights, gradients and optimizer state and the config prices activations and the "
+        "KV cache.",
     )
     parser.add_argument("--params", help="parameter count, e.g. 7e9 or 7B")
-    parser.add_argument("--preset", default="bf16", help=f"recipe: {', '.join(budget.PRESETS)}")
+    parser.add_argument(
+        "--preset",
+        default=recipes.DEFAULT_TRAINING_PRESET,
+        help=f"recipe (default {recipes.DEFAULT_TRAINING_PRESET}: fp32 weights, gradients and "
+        f"AdamW moments, 16-bit activations): {', '.join(recipes.PRESETS)}",
+    )
     parser.add_argument(
         "--optimizer",
-        choices=tuple(budget.OPTIMIZER_STATES),
+        choices=tuple(recipes.OPTIMIZER_STATES),
         help="override the preset's optimizer",
     )
     parser.add_argument(
         "--state-dtype",
-        choices=tuple(budget.DTYPE_BYTES),
+        choices=tuple(recipes.DTYPE_BYTES),
         help="override the optimizer state's dtype",
     )
-    for name in ("vocab", "seq", "hidden", "heads", "layers", "batch"):
+    for name in (*_SHAPE_OPTIONS, "batch"):
         parser.add_argument(f"--{name}", metavar="N", help=f"transformer config: {name}")
-    parser.add_argument("--attention", choices=("eager", "sdpa"), default="sdpa")
-    parser.add_argument("--checkpointing", choices=("none", "full"), default="none")
+    parser.add_argument(
+        "--kv-heads",
+        metavar="N",
+        help="key/value heads for grouped-query attention (default: --heads, one per head)",
+    )
+    parser.add_argument("--attention", choices=budget.ATTENTIONS, default="sdpa")
+    parser.add_argument("--checkpointing", choices=budget.CHECKPOINTING, default="none")
+    parser.add_argument(
+        "--loss",
+        choices=budget.LOSSES,
+        default="standard",
+        help="cross-entropy: standard (full logits) or chunked (a slice of tokens at a time)",
+    )
+    parser.add_argument(
+        "--loss-chunks",
+        metavar="N",
+        help=f"slices of a chunked loss (default {budget.DEFAULT_LOSS_CHUNKS})",
+    )
     parser.add_argument(
         "--gpus", default="1", metavar="N", help="GPUs for data parallel / sharding"
     )
@@ -104,31 +200,36 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def build_shape(args: argparse.Namespace) -> budget.TransformerShape | None:
+    """The transformer config the arguments give, or ``None`` without one."""
+    dims = {n: positive_int(n, getattr(args, n)) for n in _SHAPE_OPTIONS}
+    batch = positive_int("batch", args.batch)
+    kv_heads = positive_int("kv-heads", args.kv_heads)
+    if all(v is None for v in dims.values()):
+        if batch is not None or kv_heads is not None:
+            option = "--batch" if batch is not None else "--kv-heads"
+            raise ValueError(
+                f"{option} needs a transformer config: give --vocab --seq --hidden --heads "
+                "--layers too"
+            )
+        return None
+    missing = [f"--{n}" for n, v in dims.items() if v is None]
+    if missing:
+        raise ValueError(f"a transformer config also needs {' '.join(missing)}")
+    return budget.TransformerShape(batch=batch or 1, kv_heads=kv_heads, **dims)  # type: ignore[arg-type]
+
+
 def build_budget(args: argparse.Namespace) -> budget.Budget:
     """The budget the arguments ask for; ValueError names a bad one."""
-    dims = {
-        n: _positive_int(n, getattr(args, n)) for n in ("vocab", "seq", "hidden", "heads", "layers")
-    }
-    batch = _positive_int("batch", args.batch)
-    shape = None
-    if any(v is not None for v in dims.values()):
-        missing = [f"--{n}" for n, v in dims.items() if v is None]
-        if missing:
-            raise ValueError(f"a transformer config also needs {' '.join(missing)}")
-        shape = budget.TransformerShape(batch=batch or 1, **dims)  # type: ignore[arg-type]
+    shape = build_shape(args)
     params = parse_count(args.params) if args.params is not None else None
     if params is None and shape is None:
         raise ValueError(
             "give --params (e.g. 7e9) or a config (--vocab --seq --hidden --heads --layers)"
         )
-    fraction = None
-    if args.trainable_fraction is not None:
-        try:
-            fraction = float(args.trainable_fraction)
-        except ValueError:
-            raise ValueError(
-                f"--trainable-fraction {args.trainable_fraction!r} is not a number"
-            ) from None
+    chunks = positive_int("loss-chunks", args.loss_chunks)
+    if chunks is not None and args.loss != "chunked":
+        raise ValueError("--loss-chunks needs --loss chunked")
     return budget.estimate(
         params,
         preset=args.preset,
@@ -137,20 +238,22 @@ def build_budget(args: argparse.Namespace) -> budget.Budget:
         state_dtype=args.state_dtype,
         attention=args.attention,
         checkpointing=args.checkpointing,
-        gpus=_positive_int("gpus", args.gpus) or 1,
+        gpus=positive_int("gpus", args.gpus) or 1,
         zero=int(args.zero),
-        accumulation_steps=_positive_int("accumulation", args.accumulation) or 1,
-        trainable_fraction=fraction,
-        lora_rank=_positive_int("lora-rank", args.lora_rank),
+        accumulation_steps=positive_int("accumulation", args.accumulation) or 1,
+        trainable_fraction=parse_fraction(args.trainable_fraction),
+        lora_rank=positive_int("lora-rank", args.lora_rank),
         lora_targets=args.lora_targets,
         foreach=args.foreach,
+        loss=args.loss,
+        loss_chunks=chunks,
     )
 
 
 def run(args: argparse.Namespace) -> int:
     """Estimate the budget and print it, with a verdict per card."""
+    cards = [parse_card(c) for c in args.card or []]
     result = build_budget(args)
-    cards = [parse_size(c) for c in args.card or []]
     verdicts = [budget.fits(result, card) for card in cards]
     if args.json:
         data = budget_render.to_dict(result)

@@ -10,6 +10,10 @@ out as a (batch, heads, seq, seq) tensor and keeps its softmax for the backward
 pass; ``attention="sdpa"`` calls ``scaled_dot_product_attention``, which keeps no
 seq x seq tensor when a fused kernel serves it. ``checkpointing=True`` keeps only
 each block's input and recomputes the block during the backward pass.
+``loss="chunked"`` computes the cross-entropy ``loss_chunks`` slices of tokens at a
+time and recomputes each slice's logits in the backward pass, so the full
+(batch, seq, vocab) logits, their log-softmax and their gradient never exist at
+once (what fused "linear cross-entropy" kernels achieve without the recompute).
 
 Used by ``gpulesson.memory.measure``, the accuracy benchmark and the lesson
 ``lessons/memory.md``.
@@ -33,6 +37,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 ATTENTIONS = ("eager", "sdpa")
+LOSSES = ("standard", "chunked")
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,11 @@ class GPT2Config:
     layers: int = 12
     attention: str = "sdpa"
     checkpointing: bool = False
+    loss: str = "standard"
+    loss_chunks: int = 8
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "seq_len", "hidden", "heads", "layers"):
+        for name in ("vocab_size", "seq_len", "hidden", "heads", "layers", "loss_chunks"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive whole number")
@@ -62,6 +69,8 @@ class GPT2Config:
             )
         if self.attention not in ATTENTIONS:
             raise ValueError(f"attention={self.attention!r} is not one of {', '.join(ATTENTIONS)}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss={self.loss!r} is not one of {', '.join(LOSSES)}")
 
 
 def parameter_count(config: GPT2Config) -> int:
@@ -136,6 +145,38 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+def _chunk_cross_entropy_sum(
+    h: torch.Tensor, weight: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
+    return F.cross_entropy(F.linear(h, weight), y, reduction="sum")
+
+
+def chunked_cross_entropy(
+    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, chunks: int
+) -> torch.Tensor:
+    """Mean cross-entropy of ``hidden @ weight.T`` against ``targets``, a slice of tokens at a time.
+
+    Each slice's logits and log-softmax exist only while that slice runs: the
+    forward pass keeps nothing of them (``checkpoint``), and the backward pass
+    recomputes one slice, takes its gradient and frees it before the next.
+    ``chunks`` slices of ``ceil(tokens / chunks)`` tokens (``Tensor.chunk``).
+
+    >>> h, w = torch.randn(2, 5, 4), torch.randn(7, 4)
+    >>> y = torch.randint(0, 7, (2, 5))
+    >>> full = F.cross_entropy((h @ w.T).view(-1, 7), y.view(-1))
+    >>> bool(torch.allclose(chunked_cross_entropy(h, w, y, 3), full))
+    True
+    """
+    h = hidden.reshape(-1, hidden.size(-1))  # (tokens, hidden), a view
+    y = targets.reshape(-1)
+    total = None
+    for h_slice, y_slice in zip(h.chunk(chunks), y.chunk(chunks), strict=True):
+        part = checkpoint(_chunk_cross_entropy_sum, h_slice, weight, y_slice, use_reentrant=False)
+        total = part if total is None else total + part
+    assert total is not None
+    return total / y.numel()
+
+
 class GPT2(nn.Module):
     """GPT-2 with a tied output head; ``forward(idx, targets)`` returns the mean loss."""
 
@@ -165,7 +206,10 @@ class GPT2(nn.Module):
                 x = checkpoint(block, x, use_reentrant=False)
             else:
                 x = block(x)
-        logits = self.lm_head(self.ln_f(x))  # (b, t, vocab)
+        x = self.ln_f(x)
+        if targets is not None and self.config.loss == "chunked":
+            return chunked_cross_entropy(x, self.lm_head.weight, targets, self.config.loss_chunks)
+        logits = self.lm_head(x)  # (b, t, vocab)
         if targets is None:
             return logits
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))

@@ -11,6 +11,10 @@ by category.
   tensors have shapes and dtypes but no storage, so a GPT-sized AdamW step
   runs on a laptop CPU in seconds without allocating its memory.
 
+The private torch APIs behind the fake-tensor path (``FakeTensorMode``,
+``MemTracker``) are reached only through :mod:`gpulesson.memory.torch_tools`,
+which fails loudly, naming the torch version, when one of them moves.
+
 Pitfalls this module handles for you: it fakes CPU tensors, not the meta
 device (meta picks different attention kernels); it calls
 ``reset_mod_stats()`` after the first step (the tracker refuses a second
@@ -37,6 +41,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from gpulesson.memory import torch_tools
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 
 OPTIMIZERS = ("sgd", "sgd-momentum", "adamw")
@@ -44,16 +49,6 @@ DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
     "bf16": torch.bfloat16,
     "fp16": torch.float16,
-}
-CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "temporaries", "other")
-_TRACKER_CATEGORY = {
-    "Parameter": "parameters",
-    "Buffer": "other",
-    "Gradient": "gradients",
-    "Activation": "activations",
-    "Temp": "temporaries",
-    "Optstate": "optimizer state",
-    "Other": "other",
 }
 
 
@@ -97,27 +92,6 @@ def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
         yield
     finally:
         torch.set_default_dtype(previous)
-
-
-def _reset_tracker_peak(tracker: Any) -> None:
-    # What MemTracker.__enter__ does: the peak starts again from the current snapshot.
-    snap = tracker.get_tracker_snapshot("current")
-    tracker._peak_mem_snap = snap
-    tracker._peak_mem = {dev: s["Total"] for dev, s in snap.items()}
-
-
-def _tracker_peak(tracker: Any) -> tuple[int, dict[str, int]]:
-    snap = tracker.get_tracker_snapshot("peak")
-    totals = {cat: 0 for cat in CATEGORIES}
-    total = 0
-    for dev_snap in snap.values():
-        for key, value in dev_snap.items():
-            name = getattr(key, "value", key)
-            if name == "Total":
-                total += value
-            else:
-                totals[_TRACKER_CATEGORY.get(name, "other")] += value
-    return total, totals
 
 
 def _steps(
@@ -187,29 +161,26 @@ def _measure_fake(
     dtype: torch.dtype,
     foreach: bool | None,
 ) -> MeasuredStep:
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed._tools.mem_tracker import MemTracker
-
     phase_peaks: dict[str, int] = {}
     at_phase: dict[str, dict[str, int]] = {}
-    with FakeTensorMode():
+    with torch_tools.fake_tensor_mode():
         with _default_dtype(dtype):
             model = build_model()  # built in its dtype: .to(dtype) under fake mode misleads
         model.train()
         optimizer = make_optimizer(optimizer_name, model.parameters(), foreach)
         inputs = make_inputs(torch.device("cpu"))
-        tracker = MemTracker()
+        tracker = torch_tools.mem_tracker()
         tracker.track_external(model, optimizer, *inputs)
 
         def end_phase(name: str) -> None:
-            phase_peaks[name], at_phase[name] = _tracker_peak(tracker)
+            phase_peaks[name], at_phase[name] = torch_tools.peak_by_category(tracker)
 
         with tracker:
             _steps(
                 model,
                 optimizer,
                 inputs,
-                lambda: _reset_tracker_peak(tracker),
+                lambda: torch_tools.reset_peak(tracker),
                 end_phase,
                 tracker.reset_mod_stats,
             )
@@ -234,8 +205,6 @@ def _measure_cuda(
     dtype: torch.dtype,
     foreach: bool | None,
 ) -> MeasuredStep:  # pragma: no cover - needs a CUDA device
-    from torch.distributed._tools.mem_tracker import MemTracker
-
     device = torch.device("cuda")
     torch.cuda.empty_cache()
     with _default_dtype(dtype), device:
@@ -258,19 +227,19 @@ def _measure_cuda(
     reserved = torch.cuda.memory_reserved()
     free, total = torch.cuda.mem_get_info()
     # Categories: the same two steps again under the tracker, on the real tensors.
-    tracker = MemTracker()
+    tracker = torch_tools.mem_tracker()
     tracker.track_external(model, optimizer, *inputs)
     at_phase: dict[str, dict[str, int]] = {}
 
     def end_tracked(name: str) -> None:
-        at_phase[name] = _tracker_peak(tracker)[1]
+        at_phase[name] = torch_tools.peak_by_category(tracker)[1]
 
     with tracker:
         _steps(
             model,
             optimizer,
             inputs,
-            lambda: _reset_tracker_peak(tracker),
+            lambda: torch_tools.reset_peak(tracker),
             end_tracked,
             tracker.reset_mod_stats,
         )
@@ -332,9 +301,10 @@ class AccuracyCase:
         """A short name: shape, batch, attention, checkpointing, dtype, optimizer."""
         c = self.config
         ckpt = "ckpt" if c.checkpointing else "no-ckpt"
+        loss = f" chunked-loss/{c.loss_chunks}" if c.loss == "chunked" else ""
         return (
             f"V{c.vocab_size} s{c.seq_len} h{c.hidden} L{c.layers} b{self.batch} "
-            f"{c.attention} {ckpt} {self.dtype} {self.optimizer}"
+            f"{c.attention} {ckpt} {self.dtype} {self.optimizer}{loss}"
         )
 
 
@@ -364,13 +334,23 @@ def estimate_case(case: AccuracyCase, foreach: bool = False) -> Any:
     from gpulesson.memory.budget import TransformerShape, estimate
 
     c = case.config
+    shape = TransformerShape(
+        vocab=c.vocab_size,
+        seq=c.seq_len,
+        hidden=c.hidden,
+        heads=c.heads,
+        layers=c.layers,
+        batch=case.batch,
+    )
     return estimate(
-        shape=TransformerShape(c.vocab_size, c.seq_len, c.hidden, c.heads, c.layers, case.batch),
+        shape=shape,
         preset=MEASURED_PRESET[case.dtype],
         optimizer=case.optimizer,
         attention=c.attention,
         checkpointing="full" if c.checkpointing else "none",
         foreach=foreach,
+        loss=c.loss,
+        loss_chunks=c.loss_chunks if c.loss == "chunked" else None,
     )
 
 
@@ -421,6 +401,35 @@ def build_cases() -> list[AccuracyCase]:
         ):
             config = GPT2Config(vocab, seq, 64, 4, 2, attention, ckpt)
             cases.append(AccuracyCase(config, batch, dtype, optimizer))
+    return cases
+
+
+def chunked_loss_cases() -> list[AccuracyCase]:
+    """Cases with a chunked cross-entropy loss, to check the ``loss="chunked"`` terms.
+
+    Small and large vocabularies (where the loss, or the tied head's gradient,
+    sets the peak), both attentions, with and without checkpointing.
+    """
+    cases = []
+    for (vocab, seq, hidden, heads, layers, batch), attention, ckpt, dtype, optimizer, chunks in (
+        ((8192, 256, 128, 4, 2, 4), "sdpa", False, "fp32", "adamw", 8),
+        ((8192, 256, 128, 4, 2, 4), "eager", True, "fp32", "sgd", 4),
+        ((50257, 128, 128, 4, 2, 2), "sdpa", False, "fp32", "adamw", 8),
+        ((50257, 128, 128, 4, 2, 2), "sdpa", True, "bf16", "adamw", 16),
+        ((2048, 128, 192, 6, 3, 3), "eager", False, "bf16", "adamw", 3),
+    ):
+        config = GPT2Config(
+            vocab_size=vocab,
+            seq_len=seq,
+            hidden=hidden,
+            heads=heads,
+            layers=layers,
+            attention=attention,
+            checkpointing=ckpt,
+            loss="chunked",
+            loss_chunks=chunks,
+        )
+        cases.append(AccuracyCase(config=config, batch=batch, dtype=dtype, optimizer=optimizer))
     return cases
 
 

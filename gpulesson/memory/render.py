@@ -1,8 +1,9 @@
 """Render a memory budget: JSON, the terminal ledger, and the lessons' Markdown tables.
 
-One job: turn what :mod:`gpulesson.memory.budget` computes (a :class:`Budget`,
-capacity rows, the named recipes, fit verdicts) into output; nothing here
-computes a figure of its own.
+One job: turn what :mod:`gpulesson.memory.budget` and
+:mod:`gpulesson.memory.capacity` compute (budgets, fit verdicts, lever tables,
+capacity rows, card sizes) into output; nothing here computes a figure of its
+own or calls ``estimate``: pages compute, then hand the results over.
 
 Used by the lessons ``lessons/memory.md``, ``lessons/budget.md`` and
 ``lessons/capacity.md``, and by ``gpulesson budget``.
@@ -18,17 +19,9 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from gpulesson.memory.budget import (
-    DTYPE_BYTES,
-    HEADROOM,
-    OPTIMIZER_STATES,
-    Budget,
-    CapacityRow,
-    Recipe,
-    estimate,
-    fits,
-    max_params,
-)
+from gpulesson.memory.budget import HEADROOM, Budget, CardVerdict, LeverTable, LogitsTensor
+from gpulesson.memory.capacity import CapacityRow, CardUnits
+from gpulesson.memory.recipes import DTYPE_BYTES, Recipe
 from gpulesson.units import GB, GIB, format_gb, format_gib
 
 
@@ -36,7 +29,12 @@ def to_dict(budget: Budget) -> dict[str, Any]:
     """A JSON-ready dict; the ledger terms and ``total_bytes`` sit at the top level."""
     data = asdict(budget)
     data["phases"] = [
-        {"name": p.name, "total_bytes": p.total_bytes, "alive_bytes": p.alive_bytes}
+        {
+            "name": p.name,
+            "total_bytes": p.total_bytes,
+            "alive_bytes": p.alive_bytes,
+            "point": p.point,
+        }
         for p in budget.phases
     ]
     data["with_headroom_bytes"] = budget.with_headroom_bytes
@@ -84,6 +82,7 @@ def to_text(budget: Budget) -> str:
         f"  a card needs {format_gb(budget.with_headroom_bytes, 2)} "
         f"({format_gib(budget.with_headroom_bytes, 2)})"
     )
+    lines += [f"  note: {note}" for note in budget.notes]
     return "\n".join(lines)
 
 
@@ -116,10 +115,11 @@ def _per_param_arithmetic(recipe: Recipe) -> str:
     return " + ".join(parts) + f" = {sum(bpp.values()):g}"
 
 
-def recipes_markdown(params: float, presets: tuple[str, ...]) -> str:
-    """The named recipes side by side for one model size, with their per-parameter sums.
+def recipes_markdown(budgets: dict[str, Budget]) -> str:
+    """Named recipes side by side, with their per-parameter sums and totals in GB.
 
-    >>> "| bf16 |" in recipes_markdown(7e9, ("bf16",))
+    >>> from gpulesson.memory.budget import estimate
+    >>> "| bf16 |" in recipes_markdown({"bf16": estimate(7e9, preset="bf16")})
     True
     """
     out = [
@@ -127,10 +127,9 @@ def recipes_markdown(params: float, presets: tuple[str, ...]) -> str:
         "| bytes per parameter | total GB |",
         "|---|---|---|---|---|---|---:|",
     ]
-    for name in presets:
-        b = estimate(params, preset=name)
+    for name, b in budgets.items():
         r = b.recipe
-        states = OPTIMIZER_STATES.get(r.optimizer or "", 0)
+        states = r.optimizer_states
         opt = f"{states} x {r.state_dtype}" if states else "none"
         out.append(
             f"| {name} | {r.weight_dtype} | {r.grad_dtype or 'none'} | {opt} | "
@@ -139,41 +138,55 @@ def recipes_markdown(params: float, presets: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
+def tradeoffs_markdown(recipes: dict[str, Recipe]) -> str:
+    """Each recipe's bytes per parameter and what it gives up for them.
+
+    >>> from gpulesson.memory.recipes import PRESETS
+    >>> print(tradeoffs_markdown({"amp": PRESETS["amp"]}).splitlines()[-1])
+    | amp | 16 | nothing in the update's precision: the norm for training, 16 bytes per parameter |
+    """
+    out = ["| preset | bytes per parameter | what it gives up |", "|---|---:|---|"]
+    for name, r in recipes.items():
+        out.append(f"| {name} | {sum(r.bytes_per_param().values()):g} | {r.gives_up} |")
+    return "\n".join(out)
+
+
 def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> str:
-    """The capacity table in billions of parameters; cards in GB (10^9 bytes) and GiB."""
+    """The capacity table in billions of parameters; cards in GB (10^9 bytes) and GiB.
+
+    The column headers come from the rows' entries: their label and bytes per parameter.
+    """
     suffix = " with headroom" if headroom else ""
+    heads = "".join(
+        f" {e.label}, {e.bytes_per_param:g} B/param{suffix} (billion params) |"
+        for e in (rows[0].entries if rows else ())
+    )
     out = [
-        f"| card (GB) | card (GiB) | inference fp16, 2 B/param{suffix} (billion params) "
-        f"| SGD training, 6 B/param{suffix} (billion params) "
-        f"| Adam training, 14 B/param{suffix} (billion params) |",
-        "|---:|---:|---:|---:|---:|",
+        f"| card (GB) | card (GiB) |{heads}",
+        "|---:|---:|" + "---:|" * (len(rows[0].entries) if rows else 0),
     ]
     for r in rows:
-        values = (
-            (r.inference_params_headroom, r.sgd_params_headroom, r.adam_params_headroom)
-            if headroom
-            else (r.inference_params, r.sgd_params, r.adam_params)
-        )
+        values = [e.params_with_headroom if headroom else e.params for e in r.entries]
         cells = " | ".join(f"{v / 1e9:.1f}" for v in values)
         out.append(f"| {r.card_bytes / GB:g} | {r.card_bytes / GIB:.2f} | {cells} |")
     return "\n".join(out)
 
 
-def verdicts_markdown(budget: Budget, cards_bytes: tuple[int, ...]) -> str:
+def verdicts_markdown(verdicts: tuple[CardVerdict, ...]) -> str:
     """Fits / does not fit for each card, with the headroom rule applied."""
     out = ["| card | needs (peak + headroom) | verdict | spare |", "|---|---:|---|---:|"]
-    for card in cards_bytes:
-        v = fits(budget, card)
+    for v in verdicts:
         out.append(
-            f"| {format_gb(card)} ({format_gib(card)}) | {format_gb(v.needed_bytes)} | "
-            f"{'fits' if v.fits else 'does not fit'} | {v.spare_bytes / GB:+,.1f} GB |"
+            f"| {format_gb(v.card_bytes)} ({format_gib(v.card_bytes)}) | "
+            f"{format_gb(v.needed_bytes)} | {'fits' if v.fits else 'does not fit'} | "
+            f"{v.spare_bytes / GB:+,.1f} GB |"
         )
     return "\n".join(out)
 
 
-def levers_markdown(base: dict[str, Any], levers: list[tuple[str, dict[str, Any]]]) -> str:
-    """Each fix lever as a change to one budget: ``estimate(**base, **change)`` vs the base."""
-    start = estimate(**base)
+def levers_markdown(table: LeverTable) -> str:
+    """Each lever's budget beside the base run's, in GB, with the change of the peak."""
+    start = table.base
     out = [
         "| lever | weights | gradients | optimizer | activations | peak GB | change |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -181,12 +194,12 @@ def levers_markdown(base: dict[str, Any], levers: list[tuple[str, dict[str, Any]
         f"{start.optimizer_bytes / GB:.2f} | {start.activations_bytes / GB:.2f} | "
         f"{start.total_bytes / GB:.2f} | |",
     ]
-    for label, change in levers:
-        b = estimate(**{**base, **change})
+    for e in table.effects:
+        b = e.budget
         out.append(
-            f"| {label} | {b.weights_bytes / GB:.2f} | {b.gradients_bytes / GB:.2f} | "
+            f"| {e.label} | {b.weights_bytes / GB:.2f} | {b.gradients_bytes / GB:.2f} | "
             f"{b.optimizer_bytes / GB:.2f} | {b.activations_bytes / GB:.2f} | "
-            f"{b.total_bytes / GB:.2f} | {b.total_bytes / start.total_bytes - 1:+.0%} |"
+            f"{b.total_bytes / GB:.2f} | {e.peak_change:+.0%} |"
         )
     return "\n".join(out)
 
@@ -194,6 +207,7 @@ def levers_markdown(base: dict[str, Any], levers: list[tuple[str, dict[str, Any]
 def ledgers_markdown(budgets: dict[str, Budget]) -> str:
     """The four ledgers of several budgets side by side, in GB (10^9 bytes).
 
+    >>> from gpulesson.memory.budget import estimate
     >>> print(ledgers_markdown({"bf16": estimate(7e9, preset="bf16")}).splitlines()[-1])
     | bf16 | 14.000 | 14.000 | 56.000 | 84.00 |
     """
@@ -209,40 +223,42 @@ def ledgers_markdown(budgets: dict[str, Budget]) -> str:
     return "\n".join(out)
 
 
-def card_units_markdown(sizes: tuple[int, ...], preset: str) -> str:
+def card_units_markdown(rows: tuple[CardUnits, ...]) -> str:
     """What the same number means as GiB and as GB: card bytes and the model that fits.
 
-    >>> print(card_units_markdown((24,), "fp16-fp32-grads").splitlines()[-1])
+    >>> from gpulesson.memory.capacity import card_units
+    >>> print(card_units_markdown(card_units((24,), "fp16-fp32-grads")).splitlines()[-1])
     | 24 | 25.8 GB | 1.84 | 24.0 GB | 1.71 |
     """
+    preset = rows[0].preset if rows else ""
     out = [
         f"| card size N | N GiB in GB | largest model, {preset} (billions) "
         f"| N GB in GB | largest model, {preset} (billions) |",
         "|---:|---:|---:|---:|---:|",
     ]
-    for n in sizes:
-        gib_card, gb_card = n * GIB, n * GB
+    for r in rows:
         out.append(
-            f"| {n} | {format_gb(gib_card)} | {max_params(gib_card, preset) / 1e9:.2f} "
-            f"| {format_gb(gb_card)} | {max_params(gb_card, preset) / 1e9:.2f} |"
+            f"| {r.size} | {format_gb(r.gib_card_bytes)} | {r.gib_card_params / 1e9:.2f} "
+            f"| {format_gb(r.gb_card_bytes)} | {r.gb_card_params / 1e9:.2f} |"
         )
     return "\n".join(out)
 
 
-def dtype_bytes_markdown() -> str:
+def dtype_bytes_markdown(table: dict[str, float] = DTYPE_BYTES) -> str:
     """The bytes per number the calculator uses for each dtype.
 
     >>> print(dtype_bytes_markdown().splitlines()[2])
     | fp32 | 4 |
     """
     out = ["| dtype | bytes per number |", "|---|---:|"]
-    out += [f"| {name} | {size:.4g} |" for name, size in DTYPE_BYTES.items()]
+    out += [f"| {name} | {size:.4g} |" for name, size in table.items()]
     return "\n".join(out)
 
 
 def weights_markdown(budgets: dict[str, Budget]) -> str:
     """One line per budget: its weights in GB (10^9 bytes).
 
+    >>> from gpulesson.memory.budget import estimate
     >>> weights_markdown({"infer-int8": estimate(7e9, preset="infer-int8")})
     '- `infer-int8`: 7.0 GB of weights'
     """
@@ -273,5 +289,22 @@ def inference_markdown(budgets: dict[str, Budget]) -> str:
         out.append(
             f"| {name} | {b.weights_bytes / GB:.1f} | {b.kv_cache_bytes / GB:.1f} | "
             f"{b.total_bytes / GB:.1f} |"
+        )
+    return "\n".join(out)
+
+
+def logits_markdown(tensors: tuple[LogitsTensor, ...]) -> str:
+    """The loss's vocabulary-wide tensors: role, shape with its bytes per value, and GB.
+
+    >>> from gpulesson.memory.budget import TransformerShape, estimate, logits_terms
+    >>> shape = TransformerShape(vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=16)
+    >>> print(logits_markdown(logits_terms(estimate(shape=shape, preset="fp32"))).splitlines()[2])
+    | logits | forward transient | 16 x 1024 x 50257 x 4 B | 3.29 |
+    """
+    out = ["| tensor | role | shape x bytes per value | GB |", "|---|---|---|---:|"]
+    for t in tensors:
+        dims = " x ".join(f"{n}" for _, n in t.dims)
+        out.append(
+            f"| {t.name} | {t.role} | {dims} x {t.bytes_per_value:g} B | {t.total_bytes / GB:.2f} |"
         )
     return "\n".join(out)

@@ -21,7 +21,11 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from gpulesson.memory.budget import TransformerShape, estimate, fits
+from gpulesson.memory.capacity import CARDS_GB
+from gpulesson.memory.recipes import get_recipe
 from gpulesson.timing.teaching import LaneEstimate, TeachingTiming
+from gpulesson.units import GB
 
 # The source lesson's teaching figures live once, in gpulesson.timing.teaching: the
 # race runs at the rates its example timings imply (5.0 s and 0.20 s for a
@@ -397,9 +401,13 @@ def to_json() -> str:
 # --- VRAM budget planner ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlannerInputs:
-    """What the planner widget asks for. ``checkpointing`` is 'none' or 'full'."""
+    """What the planner widget asks for: a model, a recipe and one micro-batch on one GPU.
+
+    ``checkpointing`` is 'none' or 'full', ``attention`` 'sdpa' or 'eager';
+    ``trainable_fraction`` applies to the LoRA and QLoRA recipes only.
+    """
 
     params: float
     recipe: str
@@ -407,97 +415,122 @@ class PlannerInputs:
     batch: int = 1
     sequence: int = 2048
     hidden: int = 4096
+    heads: int = 32
     layers: int = 32
+    vocab: int = 32000
+    attention: str = "sdpa"
     checkpointing: str = "none"
     trainable_fraction: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class CardFit:
+    """Whether the run fits one card, with the headroom rule applied."""
+
+    card_bytes: int
+    fits: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class PlannerResult:
-    """The planner's stacked bar (bytes per consumer) and which cards hold the run."""
+    """The planner's stacked bar: what is alive at the step's peak, by consumer, in bytes.
 
-    weights_bytes: float
-    gradients_bytes: float
-    optimizer_bytes: float
-    master_bytes: float
-    activations_bytes: float
-    total_bytes: float
-    needed_bytes: float
-    fits: tuple[tuple[int, bool], ...]
-
-
-def plan(data: dict, x: PlannerInputs) -> PlannerResult:
-    """Apply the formula of ``gpulesson.memory.budget.planner_data`` (its docstring) to ``x``.
-
-    ``data`` is ``planner_data()``; the planner script runs the same steps on
-    the same JSON, and the tests check both against ``budget.estimate``.
-
-    >>> d = {"recipes": {"r": {"weights": 2.0, "gradients": 4.0, "master": 0.0,
-    ...   "optimizer": {"adamw": 8.0}, "optimizer_default": "adamw", "act_bytes": 2,
-    ...   "adapter_weights": 0.0, "adapters": False, "inference": False}},
-    ...   "cards_bytes": [80 * 10**9], "default_trainable_fraction": 0.001,
-    ...   "headroom": {"cuda_context_bytes": 10**9, "allocator_slack_fraction": 0.1},
-    ...   "activation": {"per_layer_bsh": {"none": 16, "full": 1}}}
-    >>> r = plan(d, PlannerInputs(7e9, "r", batch=1, sequence=1, hidden=1, layers=1))
-    >>> r.total_bytes / 1e9, r.fits
-    (98.000000032, ((80000000000, False),))
+    The consumers sum to ``total_bytes`` (the peak of ``peak_phase``);
+    ``needed_bytes`` adds the CUDA context and allocator slack.
     """
-    if x.recipe not in data["recipes"]:
-        raise ValueError(f"unknown recipe {x.recipe!r}: use one of {', '.join(data['recipes'])}")
-    if x.checkpointing not in data["activation"]["per_layer_bsh"]:
-        raise ValueError(f"checkpointing={x.checkpointing!r} must be 'none' or 'full'")
-    if not x.params > 0:
-        raise ValueError(f"params={x.params} must be positive, e.g. 7e9")
-    r = data["recipes"][x.recipe]
-    if r["adapters"]:
-        fraction = (
-            data["default_trainable_fraction"]
-            if x.trainable_fraction is None
-            else x.trainable_fraction
-        )
-        trainable = x.params * fraction
-    else:
-        trainable = 0.0 if r["inference"] else x.params
-    optimizer = x.optimizer or r["optimizer_default"]
-    weights = x.params * r["weights"] + trainable * r["adapter_weights"]
-    gradients = trainable * r["gradients"]
-    state = trainable * r["optimizer"][optimizer] if optimizer else 0.0
-    master = trainable * r["master"]
-    per_layer = data["activation"]["per_layer_bsh"][x.checkpointing]
-    acts = (
-        0.0
-        if r["inference"]
-        else x.layers * r["act_bytes"] * x.batch * x.sequence * x.hidden * per_layer
+
+    inputs: PlannerInputs
+    peak_phase: str
+    weights_bytes: int
+    master_bytes: int
+    optimizer_bytes: int
+    gradients_bytes: int
+    activations_bytes: int
+    temporaries_bytes: int
+    kv_cache_bytes: int
+    total_bytes: int
+    needed_bytes: int
+    fits: tuple[CardFit, ...]
+
+
+def plan(x: PlannerInputs) -> PlannerResult:
+    """The planner's numbers for ``x``: :func:`gpulesson.memory.budget.estimate`, alive at the peak.
+
+    The widget computes the same from ``planner.json`` (the estimate's own
+    coefficient tables); the browser test compares both on many inputs.
+
+    >>> r = plan(PlannerInputs(params=7e9, recipe="bf16", batch=1, sequence=512))
+    >>> r.peak_phase, r.weights_bytes, [c.fits for c in r.fits]
+    ('optimizer step', 14000000000, [False, False, False, False, False])
+    """
+    recipe = get_recipe(x.recipe)
+    shape = TransformerShape(
+        vocab=x.vocab,
+        seq=x.sequence,
+        hidden=x.hidden,
+        heads=x.heads,
+        layers=x.layers,
+        batch=x.batch,
     )
-    total = weights + gradients + state + master + acts
-    head = data["headroom"]
-    needed = (total + head["cuda_context_bytes"]) / (1 - head["allocator_slack_fraction"])
-    fits = tuple((int(c), needed <= c) for c in data["cards_bytes"])
-    return PlannerResult(weights, gradients, state, master, acts, total, needed, fits)
+    budget = estimate(
+        x.params,
+        preset=x.recipe,
+        shape=shape,
+        optimizer=None if recipe.inference else x.optimizer,
+        attention=x.attention,
+        checkpointing=x.checkpointing,
+        trainable_fraction=x.trainable_fraction if recipe.adapters else None,
+    )
+    alive = next(p for p in budget.phases if p.name == budget.peak_phase).alive_bytes
+    return PlannerResult(
+        inputs=x,
+        peak_phase=budget.peak_phase,
+        weights_bytes=alive.get("weights", 0),
+        master_bytes=alive.get("master weights", 0),
+        optimizer_bytes=alive.get("optimizer state", 0),
+        gradients_bytes=alive.get("gradients", 0),
+        activations_bytes=alive.get("activations", 0),
+        temporaries_bytes=alive.get("temporaries", 0),
+        kv_cache_bytes=alive.get("KV cache", 0),
+        total_bytes=budget.total_bytes,
+        needed_bytes=budget.with_headroom_bytes,
+        fits=tuple(CardFit(card_bytes=c * GB, fits=fits(budget, c * GB).fits) for c in CARDS_GB),
+    )
 
 
-def planner_markdown(data: dict, cases: tuple[PlannerInputs, ...]) -> str:
+def planner_markdown(results: tuple[PlannerResult, ...]) -> str:
     """The planner's numbers for a few cases, as the table shown without JavaScript.
 
-    Columns are in GB (10**9 bytes); a card fits when the total plus the CUDA
-    context and allocator slack is at most its size.
+    Columns are in GB (10**9 bytes): what is alive at the step's peak, then the
+    peak; a card fits when the peak plus the CUDA context and allocator slack is
+    at most its size.
     """
-    cards = [int(c) for c in data["cards_bytes"]]
+    cards = [c.card_bytes for c in results[0].fits] if results else []
     head = " | ".join(f"{c / 1e9:g} GB" for c in cards)
     rows = [
-        "| case | weights (GB) | gradients (GB) | optimizer state (GB) | master (GB) "
-        f"| activations (GB) | total (GB) | {head} |",
-        "|---|---:|---:|---:|---:|---:|---:|" + "---|" * len(cards),
+        "| case | peak phase | weights (GB) | master (GB) | optimizer state (GB) "
+        "| gradients (GB) | activations (GB) | temporaries (GB) | KV cache (GB) "
+        f"| peak (GB) | {head} |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---|" * len(cards),
     ]
-    for x in cases:
-        p = plan(data, x)
+    for p in results:
+        x = p.inputs
         label = f"{x.params / 1e9:g}B, {x.recipe}, batch {x.batch}×{x.sequence}"
         if x.checkpointing == "full":
             label += ", checkpointed"
-        terms = (p.weights_bytes, p.gradients_bytes, p.optimizer_bytes, p.master_bytes)
-        cells = " | ".join(f"{t / 1e9:.1f}" for t in (*terms, p.activations_bytes, p.total_bytes))
-        verdicts = " | ".join("fits" if ok else "no" for _, ok in p.fits)
-        rows.append(f"| {label} | {cells} | {verdicts} |")
+        terms = (
+            p.weights_bytes,
+            p.master_bytes,
+            p.optimizer_bytes,
+            p.gradients_bytes,
+            p.activations_bytes,
+            p.temporaries_bytes,
+            p.kv_cache_bytes,
+            p.total_bytes,
+        )
+        cells = " | ".join(f"{t / 1e9:.1f}" for t in terms)
+        verdicts = " | ".join("fits" if c.fits else "no" for c in p.fits)
+        rows.append(f"| {label} | {p.peak_phase} | {cells} | {verdicts} |")
     return "\n".join(rows)
 
 
@@ -550,15 +583,18 @@ def timing_lab_for_this_build() -> str:
 def planner_cases() -> tuple[PlannerInputs, ...]:
     """The cases the planner's static table shows: the sources' three 7B recipes and levers.
 
-    >>> [c.recipe for c in planner_cases()][:3]
-    ['bf16', 'fp16-fp32-grads', 'mixed-fp32-master']
+    Shaped like a 7B model (vocabulary 32,000, hidden 4,096, 32 heads, 32 layers).
+
+    >>> [c.recipe for c in planner_cases()][:4]
+    ['amp', 'bf16', 'fp16-fp32-grads', 'mixed-fp32-master']
     """
     return (
-        PlannerInputs(7e9, "bf16", batch=1, sequence=512),
-        PlannerInputs(7e9, "fp16-fp32-grads", batch=1, sequence=512),
-        PlannerInputs(7e9, "mixed-fp32-master", batch=1, sequence=512),
-        PlannerInputs(7e9, "bf16", batch=8, sequence=2048),
-        PlannerInputs(7e9, "bf16", batch=8, sequence=2048, checkpointing="full"),
-        PlannerInputs(7e9, "qlora", batch=1, sequence=2048),
-        PlannerInputs(1.5e9, "fp16-fp32-grads", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="amp", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="bf16", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="fp16-fp32-grads", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="mixed-fp32-master", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="bf16", batch=8, sequence=2048),
+        PlannerInputs(params=7e9, recipe="bf16", batch=8, sequence=2048, checkpointing="full"),
+        PlannerInputs(params=7e9, recipe="qlora", batch=1, sequence=2048),
+        PlannerInputs(params=1.5e9, recipe="fp16-fp32-grads", batch=1, sequence=512),
     )

@@ -27,6 +27,7 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
+from gpulesson.memory.planner import planner_data
 from gpulesson.site import content, glossary, labs
 
 LABS_DIR = "assets/labs"
@@ -81,14 +82,13 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return markdown.rstrip() + "\n\n" + glossary.abbreviations_markdown()
 
 
-def planner_json() -> str | None:
-    """The planner's data from gpulesson.memory.budget (None without planner_data)."""
-    try:
-        from gpulesson.memory import budget
-    except ImportError:
-        return None
-    data = getattr(budget, "planner_data", None)
-    return json.dumps(data(), ensure_ascii=False) if data else None
+def planner_json() -> str:
+    """The planner's data, :func:`gpulesson.memory.planner.planner_data`, as JSON text.
+
+    >>> json.loads(planner_json())["default_preset"]
+    'amp'
+    """
+    return json.dumps(planner_data(), ensure_ascii=False)
 
 
 def on_post_build(config: Any) -> None:
@@ -97,6 +97,4 @@ def on_post_build(config: Any) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "labs.json").write_text(labs.to_json(), encoding="utf-8")
     (out / "glossary.json").write_text(glossary.to_json(), encoding="utf-8")
-    planner = planner_json()
-    if planner is not None:
-        (out / "planner.json").write_text(planner, encoding="utf-8")
+    (out / "planner.json").write_text(planner_json(), encoding="utf-8")

@@ -1,0 +1,142 @@
+"""The shape of a GPT-2-style transformer and the micro-batch one GPU runs.
+
+Counts are checked once, here: each is a positive whole number no larger than
+``MAX_COUNT`` (2^53, the largest range in which a float still holds every whole
+number, so products of counts stay exact enough to price).
+
+Used by :mod:`gpulesson.memory.budget` and :mod:`gpulesson.memory.terms`.
+
+>>> TransformerShape(50257, 1024, 768, 12, 12).parameters()
+124439808
+>>> TransformerShape(32000, 8192, 4096, 32, 32, kv_heads=8).kv_hidden
+1024
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_COUNT = 2**53
+
+
+def check_count(name: str, value: Any) -> int:
+    """``value`` if it is a positive whole number up to ``MAX_COUNT``, else a ValueError.
+
+    >>> check_count("layers", 12)
+    12
+    >>> check_count("layers", 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: layers=0 must be a positive whole number
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name}={value!r} must be a positive whole number")
+    if value > MAX_COUNT:
+        raise ValueError(
+            f"{name}={short_number(value)} is too large: counts above 2^53 "
+            f"({MAX_COUNT:.1e}) cannot be priced; give a real size"
+        )
+    return value
+
+
+def check_positive(name: str, value: Any, example: str) -> float:
+    """``value`` as a float if it is a positive, finite number, else a ValueError.
+
+    >>> check_positive("params", "nan", "7e9")
+    Traceback (most recent call last):
+    ...
+    ValueError: params='nan' must be a positive, finite number, e.g. 7e9
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name}={value!r} is not a number: write e.g. {example}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"{name}={value!r} must be a positive, finite number, e.g. {example}")
+    return number
+
+
+def short_number(value: int | float) -> str:
+    """A long number shortened for an error message: its first digits and its length.
+
+    >>> short_number(10**400)
+    '100000000000...(401 digits)'
+    >>> short_number(12)
+    '12'
+    """
+    text = str(value)
+    return text if len(text) <= 20 else f"{text[:12]}...({len(text)} digits)"
+
+
+@dataclass(frozen=True)
+class TransformerShape:
+    """A GPT-2-style transformer and the micro-batch one GPU runs.
+
+    ``seq`` is the sequence length of the batch (and of the position table).
+    ``kv_heads`` is the number of key/value heads: ``None`` (the default) means
+    one per attention head (multi-head attention), fewer is grouped-query
+    attention (GQA), 1 is multi-query attention (MQA). It must divide ``heads``.
+    """
+
+    vocab: int
+    seq: int
+    hidden: int
+    heads: int
+    layers: int
+    batch: int = 1
+    kv_heads: int | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab", "seq", "hidden", "heads", "layers", "batch"):
+            check_count(name, getattr(self, name))
+        if self.hidden % self.heads:
+            raise ValueError(
+                f"hidden={self.hidden} is not divisible by heads={self.heads}: "
+                "pick a head count that divides the hidden size"
+            )
+        if self.kv_heads is not None:
+            check_count("kv_heads", self.kv_heads)
+            if self.heads % self.kv_heads:
+                raise ValueError(
+                    f"kv_heads={self.kv_heads} does not divide heads={self.heads}: "
+                    "each key/value head serves a whole group of attention heads"
+                )
+
+    @property
+    def kv_head_count(self) -> int:
+        """Key/value heads: ``kv_heads``, or ``heads`` when it is not given."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        """Values per head: hidden / heads."""
+        return self.hidden // self.heads
+
+    @property
+    def kv_hidden(self) -> int:
+        """Width of the keys (and of the values): kv_heads x head_dim."""
+        return self.kv_head_count * self.head_dim
+
+    def block_parameters(self) -> int:
+        """One block's parameters: 12C^2 + 13C with one key/value head per head.
+
+        Two LayerNorms (4C), the Q, K, V projection (C^2 + 2C x kv_hidden weights
+        and C + 2 kv_hidden biases), the output projection (C^2 + C) and the MLP
+        (8C^2 + 5C).
+
+        >>> TransformerShape(64, 8, 16, 2, 1).block_parameters() == 12 * 16**2 + 13 * 16
+        True
+        """
+        c, kv = self.hidden, self.kv_hidden
+        return 10 * c * c + 11 * c + 2 * c * kv + 2 * kv
+
+    def parameters(self) -> int:
+        """GPT-2's parameter count: embeddings, the blocks, a final LayerNorm.
+
+        >>> TransformerShape(50257, 1024, 768, 12, 12).parameters()
+        124439808
+        """
+        c = self.hidden
+        return self.vocab * c + self.seq * c + self.layers * self.block_parameters() + 2 * c
