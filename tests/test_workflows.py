@@ -316,3 +316,99 @@ def test_zizmor_offline_finds_nothing():
     findings = json.loads(result.stdout or "[]")
     described = [f"{f['ident']}: {f['desc']}" for f in findings]
     assert result.returncode == 0 and not findings, "\n".join(described) or result.stderr
+
+
+# --- the publish workflow installs pinned versions (.github/constraints.txt) ---------------
+
+CONSTRAINTS = REPO / ".github" / "constraints.txt"
+CONSTRAINTS_PYTHON = "3.11"
+
+
+def _constraint_pins() -> dict[str, str]:
+    """NAME==VERSION lines of .github/constraints.txt, by canonical name."""
+    from packaging.utils import canonicalize_name
+
+    pins: dict[str, str] = {}
+    for raw in CONSTRAINTS.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, version = line.partition("==")
+        assert sep and version.strip(), f".github/constraints.txt: {raw!r} is not NAME==VERSION"
+        key = canonicalize_name(name.strip())
+        assert key not in pins, f".github/constraints.txt pins {name} twice"
+        pins[key] = version.strip()
+    return pins
+
+
+def _project_requirements() -> list[Any]:
+    """gpulesson's own requirements and its dev extra's, from pyproject.toml."""
+    from packaging.requirements import Requirement
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = project["dependencies"] + project["optional-dependencies"]["dev"]
+    return [Requirement(text) for text in names]
+
+
+def _needed_here() -> set[str]:
+    """Every distribution gpulesson[dev] needs on this machine, following installed metadata."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    needed: set[str] = set()
+    todo = [(req, frozenset()) for req in _project_requirements()]
+    done: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        req, asked = todo.pop()
+        if req.marker is not None and not any(
+            req.marker.evaluate({"extra": extra}) for extra in (asked or {""})
+        ):
+            continue
+        name, extras = canonicalize_name(req.name), frozenset(req.extras)
+        needed.add(name)
+        if (name, extras) in done:
+            continue
+        done.add((name, extras))
+        try:
+            requires = distribution(req.name).requires or []
+        except PackageNotFoundError:
+            continue
+        todo += [(Requirement(text), extras) for text in requires]
+    return needed
+
+
+def test_publish_installs_the_pinned_versions_with_their_python():
+    workflow = load((WORKFLOW_DIR / "publish.yml").read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["build-on-gpu"]["steps"]
+    installs = [step["run"] for step in steps if "pip install" in step.get("run", "")]
+    assert installs, "publish.yml installs nothing?"
+    for run in installs:
+        assert "--constraint .github/constraints.txt" in run, f"unpinned install: {run!r}"
+    pythons = [
+        str(step.get("with", {}).get("python-version"))
+        for step in steps
+        if step.get("uses", "").startswith("actions/setup-python@")
+    ]
+    assert pythons == [CONSTRAINTS_PYTHON], "set up the Python the constraints were made with"
+    assert f"CPython {CONSTRAINTS_PYTHON}" in CONSTRAINTS.read_text(encoding="utf-8")
+
+
+def test_the_constraints_pin_every_package_gpulesson_dev_needs():
+    pins = _constraint_pins()
+    missing = sorted(_needed_here() - set(pins))
+    assert not missing, (
+        "add to .github/constraints.txt (the version from `pip freeze` in a venv where the "
+        "tests pass): " + ", ".join(missing)
+    )
+    from packaging.utils import canonicalize_name
+
+    for req in _project_requirements():
+        version = pins[canonicalize_name(req.name)]
+        assert req.specifier.contains(version, prereleases=True), (
+            f".github/constraints.txt pins {req.name}=={version}, outside pyproject's {req}"
+        )
+    local = sorted(f"{name}=={v}" for name, v in pins.items() if "+" in v)
+    assert not local, f"local builds are not on PyPI; pin the plain version: {local}"
