@@ -8,8 +8,16 @@ the lesson "Your GPU software stack":
 * case 0, ``no_nvidia_gpu``: no NVIDIA hardware; CPU or MPS is the normal path.
 * case 1, ``no_driver``: NVIDIA hardware but no working driver.
 * case 2, ``cpu_only_wheel``: driver fine, torch is a CPU-only build.
-* case 2b, ``driver_too_old``: the wheel's CUDA needs a newer driver.
+* case 2b, ``driver_too_old``: the wheel's CUDA is a newer major version than
+  the driver supports.
 * case 3, ``devices_hidden``: driver and wheel agree, but no device is visible.
+
+Driver and wheel agree when the driver supports the wheel's CUDA major
+version: since CUDA 11, a runtime runs on any driver of its major release
+family (minor-version compatibility, NVIDIA's CUDA Compatibility guide,
+https://docs.nvidia.com/deploy/cuda-compatibility/), so a wheel built with
+CUDA 12.8 runs on a driver that reports 12.2. The fixes shared with
+:mod:`gpulesson.errors.fix_ladder` live here, as :class:`Fix` constants.
 
 Used by the lesson ``lessons/software-stack.md`` and by ``gpulesson probe``.
 
@@ -17,6 +25,10 @@ Used by the lesson ``lessons/software-stack.md`` and by ``gpulesson probe``.
 ...     driver_cuda_version=None, torch_cuda_build=None, cuda_available=False,
 ...     mps_available=False, cuda_visible_devices=None)).case
 'no_nvidia_gpu'
+>>> classify(ProbeFacts(nvidia_hardware=True, driver_version="470.82",
+...     driver_cuda_version="11.4", torch_cuda_build="12.1", cuda_available=False,
+...     mps_available=False, cuda_visible_devices=None)).code
+'2b'
 """
 
 from __future__ import annotations
@@ -72,6 +84,54 @@ class ProbeFacts:
     cuda_available: bool
     mps_available: bool
     cuda_visible_devices: str | None
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One fix for a layer of the stack: what to do, and how. Shared with the error steps."""
+
+    action: str
+    detail: str
+
+
+FIX_DRIVER = Fix(
+    action="Make nvidia-smi work",
+    detail="Install or repair the NVIDIA driver until `nvidia-smi` lists the card; nothing "
+    "in Python helps before that.",
+)
+FIX_CONTAINER = Fix(
+    action="In a container, attach the GPU",
+    detail="In a container, start it with GPUs attached (`docker run --gpus all`) and the "
+    "NVIDIA Container Toolkit installed on the host.",
+)
+FIX_WHEEL = Fix(
+    action="Reinstall a CUDA build of torch",
+    detail="Install torch from the index URL of a CUDA build your driver supports "
+    "(pytorch.org's install selector): a wheel for the driver's CUDA major version or an "
+    "older one. The CUDA toolkit (nvcc) is not needed: the wheel bundles its runtime.",
+)
+FIX_VISIBLE_DEVICES = Fix(
+    action="Unhide the devices",
+    detail="Unset or correct CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0).",
+)
+
+
+def fix_driver_too_old(driver_cuda_version: str | None) -> Fix:
+    """The fix when the wheel's CUDA major version is newer than the driver supports.
+
+    >>> fix_driver_too_old("12.4").detail.startswith("Update the NVIDIA driver")
+    True
+    """
+    major = (driver_cuda_version or "").split(".")[0]
+    older = f"CUDA {major}.x or older" if major else "the CUDA version `nvidia-smi` reports"
+    return Fix(
+        action="Update the driver, or pick a wheel for its CUDA",
+        detail="Update the NVIDIA driver to one that supports the wheel's CUDA major version "
+        "(`nvidia-smi` prints the highest CUDA version the driver supports), or install a "
+        f"torch wheel built for {older}; within one major version a newer wheel runs on an "
+        "older driver (minor-version compatibility). The CUDA toolkit (nvcc) is needed only "
+        "to compile extensions.",
+    )
 
 
 @dataclass(frozen=True)
@@ -150,60 +210,64 @@ def classify(facts: ProbeFacts) -> Verdict:
     """Name the case for this machine, following the diagnosis tree in order."""
     if facts.cuda_available:
         return Verdict(
-            "cuda_ok",
-            "ok",
-            "PyTorch sees a CUDA device: the driver, the wheel's CUDA runtime and torch agree.",
-            "Nothing to fix. Use torch.device('cuda') through a device pick, never .cuda().",
+            case="cuda_ok",
+            code="ok",
+            summary="PyTorch sees a CUDA device: the driver, the wheel's CUDA runtime and "
+            "torch agree.",
+            fix="Nothing to fix. Use torch.device('cuda') through a device pick, never .cuda().",
         )
     if not facts.nvidia_hardware and facts.driver_version is None:
         where = "Apple's MPS backend" if facts.mps_available else "the CPU"
         return Verdict(
-            "no_nvidia_gpu",
-            "0",
-            f"No NVIDIA GPU on this machine, so CUDA is not expected; {where} is the normal path "
-            "and nothing is broken.",
-            "Use a device pick (cuda, then mps, then cpu). For GPU work, use a hosted notebook "
-            "with a GPU attached or a rented instance.",
+            case="no_nvidia_gpu",
+            code="0",
+            summary=f"No NVIDIA GPU on this machine, so CUDA is not expected; {where} is the "
+            "normal path and nothing is broken.",
+            fix="Use a device pick (cuda, then mps, then cpu). For GPU work, use a hosted "
+            "notebook with a GPU attached or a rented instance.",
         )
     if facts.driver_version is None:
         return Verdict(
-            "no_driver",
-            "1",
-            "NVIDIA hardware is present but no working driver answers (NVML and nvidia-smi "
-            "both failed).",
-            "Install or repair the NVIDIA driver until `nvidia-smi` works; nothing Python-side "
-            "helps. In a container, start it with GPUs attached (docker run --gpus all).",
+            case="no_driver",
+            code="1",
+            summary="NVIDIA hardware is present but no working driver answers (NVML and "
+            "nvidia-smi both failed).",
+            fix=f"{FIX_DRIVER.detail} {FIX_CONTAINER.detail}",
         )
     if facts.torch_cuda_build is None:
         return Verdict(
-            "cpu_only_wheel",
-            "2",
-            f"The driver works (version {facts.driver_version}) but torch is a CPU-only build "
-            "(torch.version.cuda is None).",
-            "Reinstall torch from the index URL for a CUDA build that your driver supports "
-            "(see pytorch.org's install selector).",
+            case="cpu_only_wheel",
+            code="2",
+            summary=f"The driver works (version {facts.driver_version}) but torch is a CPU-only "
+            "build (torch.version.cuda is None).",
+            fix=FIX_WHEEL.detail,
         )
     wheel = _version_tuple(facts.torch_cuda_build)
     driver = _version_tuple(facts.driver_cuda_version)
-    if wheel and driver and wheel[:2] > driver[:2]:
+    if wheel and driver and wheel[0] > driver[0]:
         return Verdict(
-            "driver_too_old",
-            "2b",
-            f"torch was built with CUDA {facts.torch_cuda_build}, but driver "
-            f"{facts.driver_version} supports CUDA {facts.driver_cuda_version} at most.",
-            "Update the NVIDIA driver, or install a torch wheel built for CUDA "
-            f"{facts.driver_cuda_version} or older.",
+            case="driver_too_old",
+            code="2b",
+            summary=f"torch was built with CUDA {facts.torch_cuda_build}, a newer major version "
+            f"than driver {facts.driver_version} supports (CUDA {facts.driver_cuda_version} at "
+            "most); minor-version compatibility covers only one major release family.",
+            fix=fix_driver_too_old(facts.driver_cuda_version).detail,
         )
     if _visible_devices_hide_all(facts.cuda_visible_devices):
         detail = f"CUDA_VISIBLE_DEVICES={facts.cuda_visible_devices!r} hides every device."
     else:
         detail = "The driver and the wheel agree, yet torch sees no device."
+        if wheel and driver and wheel[:2] > driver[:2]:
+            detail += (
+                f" (The wheel's CUDA {facts.torch_cuda_build} is newer than the driver's "
+                f"{facts.driver_cuda_version} within one major version, which minor-version "
+                "compatibility allows.)"
+            )
     return Verdict(
-        "devices_hidden",
-        "3",
-        detail,
-        "Unset or correct CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0); in a container, "
-        "start it with GPUs attached (docker run --gpus all).",
+        case="devices_hidden",
+        code="3",
+        summary=detail,
+        fix=f"{FIX_VISIBLE_DEVICES.detail} {FIX_CONTAINER.detail}",
     )
 
 
@@ -261,7 +325,7 @@ def read_driver_nvml() -> DriverInfo | None:
         if isinstance(version, bytes):
             version = version.decode()
         cuda = _cuda_int_to_text(int(pynvml.nvmlSystemGetCudaDriverVersion()))
-        return DriverInfo(str(version), cuda, "nvml")
+        return DriverInfo(version=str(version), cuda_version=cuda, source="nvml")
     except Exception:  # noqa: BLE001
         return None
     finally:
@@ -293,12 +357,17 @@ def read_driver_smi(timeout_s: float = 10.0) -> DriverInfo | None:
     if not lines:
         return None
     cuda = re.search(r"CUDA Version:\s*([0-9.]+)", header.stdout)
-    return DriverInfo(lines[0], cuda.group(1) if cuda else None, "nvidia-smi")
+    return DriverInfo(
+        version=lines[0], cuda_version=cuda.group(1) if cuda else None, source="nvidia-smi"
+    )
+
+
+_NO_DRIVER = DriverInfo(version=None, cuda_version=None, source="none found")
 
 
 def read_driver() -> DriverInfo:
     """NVML first, then nvidia-smi, else 'none found'."""
-    return read_driver_nvml() or read_driver_smi() or DriverInfo(None, None, "none found")
+    return read_driver_nvml() or read_driver_smi() or _NO_DRIVER
 
 
 def read_cpu_model() -> str:
@@ -353,10 +422,10 @@ def _read_torch(problems: list[str]) -> dict[str, Any]:
                 props = torch.cuda.get_device_properties(index)
                 devices.append(
                     GpuDevice(
-                        index,
-                        str(props.name),
-                        int(props.total_memory),
-                        f"{props.major}.{props.minor}",
+                        index=index,
+                        name=str(props.name),
+                        total_memory_bytes=int(props.total_memory),
+                        compute_capability=f"{props.major}.{props.minor}",
                     )
                 )
         except Exception as exc:  # noqa: BLE001
@@ -402,7 +471,7 @@ def probe() -> ProbeReport:
         driver = read_driver()
     except Exception as exc:  # noqa: BLE001
         problems.append(f"reading the NVIDIA driver failed: {exc}")
-        driver = DriverInfo(None, None, "none found")
+        driver = _NO_DRIVER
     pci = count_nvidia_pci()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     verdict = classify(
@@ -538,41 +607,84 @@ def to_markdown(report: ProbeReport) -> str:
     return "\n".join(lines)
 
 
+def _machine(
+    *,
+    driver: str | None,
+    driver_cuda: str | None,
+    wheel_cuda: str | None,
+    nvidia: bool = True,
+    cuda: bool = False,
+    mps: bool = False,
+    visible: str | None = None,
+) -> ProbeFacts:
+    return ProbeFacts(
+        nvidia_hardware=nvidia,
+        driver_version=driver,
+        driver_cuda_version=driver_cuda,
+        torch_cuda_build=wheel_cuda,
+        cuda_available=cuda,
+        mps_available=mps,
+        cuda_visible_devices=visible,
+    )
+
+
+@dataclass(frozen=True)
+class ExampleMachine:
+    """One representative machine for the lesson's table of cases."""
+
+    label: str
+    facts: ProbeFacts
+
+
 # One representative machine per case; the lesson's diagnosis table is made by
 # classifying these, so page and tool cannot disagree.
-EXAMPLE_MACHINES: tuple[tuple[str, ProbeFacts], ...] = (
-    (
-        "NVIDIA workstation, CUDA wheel, recent driver",
-        ProbeFacts(True, "550.54", "12.4", "12.1", True, False, None),
+EXAMPLE_MACHINES: tuple[ExampleMachine, ...] = (
+    ExampleMachine(
+        label="NVIDIA workstation, CUDA wheel, recent driver",
+        facts=_machine(driver="550.54", driver_cuda="12.4", wheel_cuda="12.1", cuda=True),
     ),
-    (
-        "Laptop or Apple Silicon Mac, no NVIDIA card",
-        ProbeFacts(False, None, None, None, False, True, None),
+    ExampleMachine(
+        label="Wheel for CUDA 12.8 on a driver for CUDA 12.2 (same major version)",
+        facts=_machine(driver="535.104", driver_cuda="12.2", wheel_cuda="12.8", cuda=True),
     ),
-    (
-        "NVIDIA card visible on the PCI bus, driver missing",
-        ProbeFacts(True, None, None, "12.1", False, False, None),
+    ExampleMachine(
+        label="Laptop or Apple Silicon Mac, no NVIDIA card",
+        facts=_machine(driver=None, driver_cuda=None, wheel_cuda=None, nvidia=False, mps=True),
     ),
-    (
-        "Working driver, `pip install torch` gave a CPU-only wheel",
-        ProbeFacts(True, "550.54", "12.4", None, False, False, None),
+    ExampleMachine(
+        label="NVIDIA card visible on the PCI bus, driver missing",
+        facts=_machine(driver=None, driver_cuda=None, wheel_cuda="12.1"),
     ),
-    (
-        "Wheel built for a newer CUDA than the driver supports",
-        ProbeFacts(True, "470.82", "11.4", "12.1", False, False, None),
+    ExampleMachine(
+        label="Working driver, `pip install torch` gave a CPU-only wheel",
+        facts=_machine(driver="550.54", driver_cuda="12.4", wheel_cuda=None),
     ),
-    (
-        'Everything installed, but `CUDA_VISIBLE_DEVICES=""`',
-        ProbeFacts(True, "550.54", "12.4", "12.1", False, False, ""),
+    ExampleMachine(
+        label="Wheel for CUDA 12.1 on a driver for CUDA 11.4 (newer major version)",
+        facts=_machine(driver="470.82", driver_cuda="11.4", wheel_cuda="12.1"),
+    ),
+    ExampleMachine(
+        label='Everything installed, but `CUDA_VISIBLE_DEVICES=""`',
+        facts=_machine(driver="550.54", driver_cuda="12.4", wheel_cuda="12.1", visible=""),
     ),
 )
 
 
-def cases_markdown() -> str:
-    """The diagnosis tree as a table: one example machine per case, classified live."""
+def classify_examples(
+    machines: tuple[ExampleMachine, ...] = EXAMPLE_MACHINES,
+) -> tuple[tuple[ExampleMachine, Verdict], ...]:
+    """Classify each example machine: the rows of the lesson's table of cases.
+
+    >>> [verdict.code for _, verdict in classify_examples()]
+    ['ok', 'ok', '0', '1', '2', '2b', '3']
+    """
+    return tuple((machine, classify(machine.facts)) for machine in machines)
+
+
+def cases_markdown(rows: tuple[tuple[ExampleMachine, Verdict], ...]) -> str:
+    """The diagnosis tree as a table: one example machine per case, with its verdict."""
     lines = ["| machine | case | what it means | next step |", "|---|---|---|---|"]
-    for label, facts in EXAMPLE_MACHINES:
-        verdict = classify(facts)
+    for machine, verdict in rows:
         case = f"{verdict.code} `{verdict.case}`"
-        lines.append(f"| {label} | {case} | {verdict.summary} | {verdict.fix} |")
+        lines.append(f"| {machine.label} | {case} | {verdict.summary} | {verdict.fix} |")
     return "\n".join(lines)

@@ -43,7 +43,7 @@ def test_case2_cpu_only_wheel_via_nvml(fake_machine):
     assert report.driver.source == "nvml"
     assert report.driver.cuda_version == "12.4"
     assert report.verdict.code == "2"
-    assert "Reinstall torch" in report.verdict.fix
+    assert report.verdict.fix == probe.FIX_WHEEL.detail
 
 
 def test_case2_falls_back_to_nvidia_smi(fake_machine):
@@ -60,6 +60,26 @@ def test_case2b_wheel_needs_newer_driver(fake_machine):
     verdict = probe.probe().verdict
     assert verdict.code == "2b"
     assert "12.1" in verdict.summary and "11.4" in verdict.summary
+    assert "newer major version" in verdict.summary
+    assert "CUDA 11.x or older" in verdict.fix and "nvcc" in verdict.fix
+
+
+def test_a_newer_minor_version_than_the_driver_is_not_case_2b(fake_machine):
+    # Minor-version compatibility: a 12.8 runtime runs on a driver that supports 12.2.
+    fake_machine(pci_vendors=(NVIDIA,), nvml=("535.104.05", 12020), torch_cuda="12.8")
+    verdict = probe.probe().verdict
+    assert verdict.code == "3"
+    assert "minor-version compatibility" in verdict.summary
+    facts = ProbeFacts(
+        nvidia_hardware=True,
+        driver_version="535.104",
+        driver_cuda_version="12.2",
+        torch_cuda_build="12.8",
+        cuda_available=True,
+        mps_available=False,
+        cuda_visible_devices=None,
+    )
+    assert classify(facts).case == "cuda_ok"
 
 
 def test_case3_devices_hidden(fake_machine):
@@ -116,12 +136,20 @@ def test_json_is_one_object_with_the_verdict(fake_machine):
 
 
 def test_wheel_older_than_driver_is_fine():
-    facts = ProbeFacts(True, "550.54", "12.4", "11.8", True, False, None)
+    facts = ProbeFacts(
+        nvidia_hardware=True,
+        driver_version="550.54",
+        driver_cuda_version="12.4",
+        torch_cuda_build="11.8",
+        cuda_available=True,
+        mps_available=False,
+        cuda_visible_devices=None,
+    )
     assert classify(facts).case == "cuda_ok"
 
 
 def test_every_case_is_in_the_lesson_table():
-    table = probe.cases_markdown()
+    table = probe.cases_markdown(probe.classify_examples())
     for case in (
         "cuda_ok",
         "no_nvidia_gpu",
@@ -131,3 +159,11 @@ def test_every_case_is_in_the_lesson_table():
         "devices_hidden",
     ):
         assert f"`{case}`" in table
+
+
+def test_the_container_advice_is_one_fix_used_by_two_cases():
+    no_driver = classify(probe.EXAMPLE_MACHINES[3].facts)
+    hidden = classify(probe.EXAMPLE_MACHINES[-1].facts)
+    assert (no_driver.case, hidden.case) == ("no_driver", "devices_hidden")
+    assert probe.FIX_CONTAINER.detail in no_driver.fix
+    assert probe.FIX_CONTAINER.detail in hidden.fix

@@ -1,10 +1,12 @@
-"""``gpulesson probe``: the probe report as a table or JSON."""
+"""``gpulesson probe``: the probe report as a table or JSON.
+
+Registering the subcommand imports nothing heavy; the probe (which imports
+torch when it runs) is imported only when the command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
-
-from gpulesson import probe
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -21,6 +23,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Probe this machine and print the report."""
+    from gpulesson import probe
+
     report = probe.probe()
     print(probe.to_json(report) if args.json else probe.to_text(report))
     return 0
