@@ -42,20 +42,33 @@ def read_numbers(message: str) -> dict[str, float]:
 
 
 def reading(numbers: dict[str, float]) -> list[str]:
-    """A few lines that say what the numbers mean."""
+    """A few lines that say what the numbers mean.
+
+    Before raising, PyTorch's caching allocator releases the cached blocks no tensor
+    uses and retries, so a cache still large enough means the memory is in pieces
+    (fragmentation); free memory on the card without such a cache points outside the
+    allocator (a cap, another process), where expandable_segments cannot help.
+    """
     lines = [f"  {name:<10} {value:8.2f} GiB" for name, value in numbers.items()]
     requested = numbers.get("requested")
     if requested is None:
         return lines + ["  (this message states no sizes)"]
     if numbers.get("cache", 0.0) >= requested:
-        lines.append("  The allocator's cache could hold the request: fragmentation.")
+        lines.append(
+            "  The allocator's reserved-but-unallocated cache could hold the request, but not "
+            "in one piece: fragmentation."
+        )
     elif "cap" in numbers:
         lines.append(
             "  This process hit its cap, whatever the card still has free: the cap is "
             "exhausted. Without a cap the same happens when the card itself is full."
         )
     elif numbers.get("free", 0.0) >= requested:
-        lines.append("  Free memory could hold the request: fragmentation.")
+        lines.append(
+            "  The card reports enough free memory but the cache cannot hold the request: "
+            "the cause is outside PyTorch's allocator (a cap, another process), not "
+            "fragmentation."
+        )
     else:
         lines.append("  Neither free memory nor the cache could hold it: exhaustion.")
     return lines

@@ -57,6 +57,20 @@ def test_provoke_oom_reads_a_capped_message():
     assert "fragmentation" in " ".join(module.reading(fragmented))
 
 
+def test_provoke_oom_does_not_call_free_memory_fragmentation():
+    module = load("provoke_oom.py")
+    message = (
+        "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "15.77 GiB of which 4.10 GiB is free. Including non-PyTorch memory, this process has "
+        "11.20 GiB memory in use. Of the allocated memory 10.60 GiB is allocated by PyTorch, "
+        "and 150.00 MiB is reserved by PyTorch but unallocated."
+    )
+    text = " ".join(module.reading(module.read_numbers(message)))
+    assert "outside PyTorch's allocator" in text and "not fragmentation" in text
+    cached = message.replace("and 150.00 MiB", "and 2.50 GiB")
+    assert "fragmentation." in " ".join(module.reading(module.read_numbers(cached)))
+
+
 @pytest.mark.parametrize("limit", [0, 1, 2, 3, 7, 8, 9, 100, 1000])
 def test_largest_batch_search_finds_the_boundary(limit: int):
     module = load("largest_batch.py")
@@ -95,6 +109,28 @@ def test_largest_batch_says_when_nothing_fits():
     result = run("largest_batch.py", "--estimate", "--budget-gib", "0.001")
     assert "(estimate, not a measurement): 0" in result.stdout
     assert "Even batch 1 is over budget" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--budget-gib", "inf"], "--budget-gib inf must be a finite number of GiB"),
+        (["--budget-gib", "nan"], "--budget-gib nan must be a finite number of GiB"),
+        (["--budget-gib", "1e300"], "--budget-gib 1e+300 must be a finite number of GiB"),
+        (["--budget-gib", "0"], "--budget-gib 0 must be"),
+        (["--limit-gib", "nan"], "--limit-gib nan must be"),
+        (["--width", "1" + "0" * 400], "--width 100000000000...(401 digits) must be"),
+        (["--depth", "0"], "--depth 0 must be a whole number from 1"),
+        (["--width", "wide"], "invalid int value: 'wide'"),
+    ],
+)
+def test_largest_batch_refuses_bad_input_in_one_line(args, fragment):
+    result = run("largest_batch.py", "--estimate", *args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.skipif(HAS_CUDA or torch.backends.mps.is_available(), reason="CPU-only behaviour")

@@ -1,13 +1,15 @@
-"""``gpulesson diagnose``: read an error message from a file or stdin and diagnose it."""
+"""``gpulesson diagnose``: read an error message from a file, a pipe or stdin and diagnose it.
+
+Registering the subcommand imports nothing heavy; the diagnosis modules are
+imported only once the input has been read, so a bad argument fails fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
-from pathlib import Path
-
-from gpulesson.errors import diagnose
-from gpulesson.errors import render as diagnose_render
 
 # Bigger inputs are not error messages; reading stops here.
 MAX_INPUT_BYTES = 4 * 2**20
@@ -17,33 +19,58 @@ def register(commands: argparse._SubParsersAction) -> None:
     """Add the ``diagnose`` subcommand."""
     parser = commands.add_parser(
         "diagnose",
-        help="read an error message (OOM, CUDA error) and say what kind it is and what to do",
+        help="read an error message (OOM, CUDA, NCCL error) and say what kind it is and what to do",
         description="Classify a PyTorch error message (CUDA, MPS or host out-of-memory, "
-        "device-side assert, illegal memory access, no kernel image, driver problems), "
-        "read the numbers in it in bytes, and list the fixes to try in order. Paste a whole "
-        "traceback: the message is found inside it.",
+        "device-side assert, illegal memory access, no kernel image, driver problems, NCCL "
+        "timeouts and errors), read the numbers in it in bytes, and list the fixes to try in "
+        "order. Paste a whole traceback or log: the message is found inside it.",
     )
     parser.add_argument(
         "file",
         nargs="?",
         metavar="FILE",
-        help="file holding the error text; read from stdin when omitted or '-'",
+        help="file or pipe holding the error text (up to 4 MiB); read from stdin when "
+        "omitted or '-'",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
 
+def _read_path(file: str) -> bytes:
+    """Up to MAX_INPUT_BYTES + 1 bytes of ``file``: a regular file, a pipe or a device."""
+    try:
+        mode = os.stat(file).st_mode
+    except FileNotFoundError:
+        raise ValueError(
+            f"no such file: {file!r}; give the path of a file holding the error"
+        ) from None
+    except OSError as exc:
+        raise ValueError(f"cannot open {file!r}: {exc.strerror}; give a readable file") from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{file!r} is a directory; give the path of a file holding the error")
+    try:
+        with open(file, "rb") as handle:
+            return handle.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read {file!r}: {exc.strerror}; give a file or pipe holding the error text"
+        ) from None
+
+
 def read_input(file: str | None) -> str:
-    """The error text from ``file`` or stdin; ValueError when missing, empty or binary."""
+    """The error text from ``file`` or stdin; ValueError when missing, unreadable, empty or binary.
+
+    A pipe is valid input (``gpulesson diagnose <(kubectl logs pod)``): only a
+    missing path, a directory or a read error is refused.
+    """
     if file in (None, "-"):
-        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise ValueError("stdin is closed: pipe the error text in or give a FILE")
+        data = stream.read(MAX_INPUT_BYTES + 1)
         source = "stdin"
     else:
-        path = Path(file)
-        if not path.is_file():
-            raise ValueError(f"no such file: {file!r}; give the path of a file holding the error")
-        with path.open("rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
+        data = _read_path(file)
         source = repr(file)
     if len(data) > MAX_INPUT_BYTES:
         raise ValueError(
@@ -65,6 +92,10 @@ def read_input(file: str | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Diagnose the message and print the report."""
-    result = diagnose.diagnose(read_input(args.file))
+    text = read_input(args.file)
+    from gpulesson.errors import diagnose
+    from gpulesson.errors import render as diagnose_render
+
+    result = diagnose.diagnose(text)
     print(diagnose_render.to_json(result) if args.json else diagnose_render.to_text(result))
     return 0

@@ -1,12 +1,14 @@
-"""Render a :class:`~gpulesson.errors.diagnose.Diagnosis`: JSON, terminal text, Markdown.
+"""Render diagnoses and the fix ladder: JSON, terminal text, Markdown.
 
-One job: turn what :func:`gpulesson.errors.diagnose.diagnose` returns into output.
-The Markdown renderers also diagnose the constructed messages of
-:data:`gpulesson.errors.examples.EXAMPLES` for the lessons.
+One job: turn what :mod:`gpulesson.errors.diagnose` and
+:mod:`gpulesson.errors.fix_ladder` return into output. Renderers take results
+and format them; they never diagnose, estimate or read files themselves (a
+page diagnoses its example messages, then hands the diagnoses here).
 
-Used by the lessons ``lessons/oom.md`` and ``lessons/cuda-errors.md``, and by
-``gpulesson diagnose``.
+Used by the lessons ``lessons/oom.md``, ``lessons/fix-ladder.md`` and
+``lessons/cuda-errors.md``, and by ``gpulesson diagnose``.
 
+>>> from gpulesson.errors.diagnose import diagnose
 >>> d = diagnose("AssertionError: Torch not compiled with CUDA enabled")
 >>> to_text(d).splitlines()[0]
 'Kind: cpu_only_wheel (CPU-only wheel: this torch build has no CUDA at all)'
@@ -15,11 +17,14 @@ Used by the lessons ``lessons/oom.md`` and ``lessons/cuda-errors.md``, and by
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from gpulesson.errors.diagnose import Diagnosis, diagnose, format_bytes
-from gpulesson.errors.examples import EXAMPLES
+from gpulesson.errors.diagnose import Diagnosis
+from gpulesson.errors.fix_ladder import LadderRow, Rung, Step
+from gpulesson.errors.numbers import format_bytes
+from gpulesson.units import GB
 
 _NUMBER_ROWS: tuple[tuple[str, str], ...] = (
     ("requested_bytes", "Requested (one allocation)"),
@@ -54,6 +59,14 @@ def number_rows(diagnosis: Diagnosis) -> list[tuple[str, str]]:
             label = "Held outside PyTorch's pool (other processes, CUDA context)"
         if value is not None:
             rows.append((label, f"{format_bytes(value)} ({value:,} bytes)"))
+    if diagnosis.collective is not None:
+        rows.append(("Collective", diagnosis.collective))
+    if diagnosis.rank is not None:
+        rows.append(("Rank that reported it", str(diagnosis.rank)))
+    if diagnosis.timeout_s is not None:
+        rows.append(("Timeout", f"{diagnosis.timeout_s:,.1f} s"))
+    if diagnosis.elapsed_s is not None:
+        rows.append(("Ran for", f"{diagnosis.elapsed_s:,.1f} s"))
     return rows
 
 
@@ -109,29 +122,28 @@ def to_markdown(diagnosis: Diagnosis) -> str:
     return "\n".join(lines)
 
 
-def example_markdown(name: str) -> str:
-    """An example message from :data:`EXAMPLES` as a labelled text block, then its diagnosis."""
-    if name not in EXAMPLES:
-        raise ValueError(f"no example named {name!r}: choose one of {', '.join(EXAMPLES)}")
-    message = EXAMPLES[name]
+def example_markdown(name: str, message: str, diagnosis: Diagnosis) -> str:
+    """An example message as a labelled text block, then its diagnosis.
+
+    >>> from gpulesson.errors.diagnose import diagnose
+    >>> text = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    >>> example_markdown("demo", text, diagnose(text)).splitlines()[0]
+    '???+ example "Example message (demo): constructed for this lesson"'
+    """
     block = "\n".join("    " + line for line in message.splitlines())
     return (
         f'???+ example "Example message ({name}): constructed for this lesson"\n'
-        f"    ```text\n{block}\n    ```\n\n" + to_markdown(diagnose(message))
+        f"    ```text\n{block}\n    ```\n\n" + to_markdown(diagnosis)
     )
 
 
-def examples_table_markdown(names: tuple[str, ...] | None = None) -> str:
-    """Diagnose several example messages and tabulate kind, verdict and key numbers."""
-    names = names or tuple(EXAMPLES)
+def examples_table_markdown(diagnoses: Mapping[str, Diagnosis]) -> str:
+    """Tabulate diagnosed example messages: kind, verdict, key numbers, first step."""
     lines = [
         "| example | kind | verdict | requested / free / total | first step |",
         "|---|---|---|---|---|",
     ]
-    for name in names:
-        if name not in EXAMPLES:
-            raise ValueError(f"no example named {name!r}: choose one of {', '.join(EXAMPLES)}")
-        d = diagnose(EXAMPLES[name])
+    for name, d in diagnoses.items():
         numbers = (d.requested_bytes, d.free_bytes, d.total_bytes)
         sizes = " / ".join(format_bytes(n) for n in numbers) if any(numbers) else "—"
         lines.append(
@@ -139,3 +151,50 @@ def examples_table_markdown(names: tuple[str, ...] | None = None) -> str:
             f"{_cell(d.steps[0].action)} |"
         )
     return "\n".join(lines)
+
+
+# --- the fix ladder ------------------------------------------------------------------
+
+
+def ladder_markdown(rungs: tuple[Rung, ...]) -> str:
+    """The fix ladder as a table, in order, with what each rung cuts and costs.
+
+    >>> from gpulesson.errors.fix_ladder import FIX_LADDER
+    >>> ladder_markdown(FIX_LADDER).splitlines()[2].startswith("| 1 | Release references")
+    True
+    """
+    lines = [
+        "| rung | what to try | what it cuts | what it costs | free? |",
+        "|---|---|---|---|---|",
+    ]
+    for i, rung in enumerate(rungs, 1):
+        free = "yes" if rung.free else "no"
+        lines.append(f"| {i} | {rung.name} | {rung.what_it_cuts} | {rung.cost} | {free} |")
+    return "\n".join(lines)
+
+
+def ladder_budget_markdown(rows: tuple[LadderRow, ...]) -> str:
+    """The rungs' effect on one example run's peak memory, as a table in decimal GB."""
+    lines = [
+        "| rung | change to the example run | peak per GPU (GB) | vs the run | effective batch |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        delta = "—" if row.vs_run_fraction is None else f"{row.vs_run_fraction:+.0%}"
+        batch = row.effective_batch if row.effective_batch is not None else "—"
+        lines.append(
+            f"| {row.rung} | {row.change} | {row.peak_bytes / GB:.1f} | {delta} | {batch} |"
+        )
+    return "\n".join(lines)
+
+
+def steps_markdown(steps: tuple[Step, ...]) -> str:
+    """A numbered list of steps, the free ones marked.
+
+    >>> steps_markdown((Step(action="Smaller batch", detail="why", free=True),))
+    '1. **Smaller batch** *(free)*'
+    """
+    return "\n".join(
+        f"{i}. **{step.action}**{' *(free)*' if step.free else ''}"
+        for i, step in enumerate(steps, 1)
+    )
