@@ -1,0 +1,210 @@
+"""Datasheet peaks of common GPUs, with sources: the figures measured results are a fraction of.
+
+The table is ``datasheets.json`` in this folder (shipped with the package), one row per
+GPU with a stable id (``t4``, ``h100-sxm``, ``apple-m1-max``, ...), the vendor's figures
+exactly as printed, and the link they come from. This module reads it and answers three
+questions:
+
+1. Which row is this device? :func:`lookup` takes the name torch reports
+   (``torch.cuda.get_device_name()``, e.g. ``"NVIDIA H100 80GB HBM3"``) and matches it
+   against each row's ``name_patterns`` (whole-name regular expressions, case-insensitive,
+   after dropping a leading ``NVIDIA``); several patterns never match one name.
+2. What is the dense peak for a dtype? :meth:`Datasheet.dense_flop_per_s`. When the vendor
+   printed only the 2:4 structured-sparsity figure, the dense figure is half of it (NVIDIA's
+   footnote), and the row says so.
+3. How big and how fast is its memory? ``memory_bytes`` (the stated GB read as GiB, see the
+   file's ``rules``) and ``memory_bandwidth_bytes_per_s``.
+
+Used by :mod:`gpulesson.results.bundle` (plausibility checks), :mod:`gpulesson.results.compare`
+(fractions of the datasheet figure) and ``gpulesson budget --gpu`` (issue 17).
+
+>>> h100 = lookup("NVIDIA H100 80GB HBM3")
+>>> h100.id, h100.dense_flop_per_s("bf16") / 1e12, h100.peaks["bf16"].with_sparsity
+('h100-sxm', 989.5, True)
+>>> get("a100-80gb").memory_bandwidth_bytes_per_s / 1e9
+2039.0
+>>> lookup("NVIDIA A10G") is None
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from gpulesson.units import GIB
+
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+DATA_FILE = "datasheets.json"
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One printed peak: the figure as stated, and whether it is the sparsity figure."""
+
+    stated_tflops: float
+    with_sparsity: bool
+    stated: str
+
+    @property
+    def dense_flop_per_s(self) -> float:
+        """The dense figure in FLOP/s: the stated one, halved when it is the sparsity figure.
+
+        >>> Peak(989, True, "TF32 989*").dense_flop_per_s
+        494500000000000.0
+        """
+        factor = 0.5 if self.with_sparsity else 1.0
+        return self.stated_tflops * 1e12 * factor
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a row's figures come from."""
+
+    title: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Datasheet:
+    """One GPU's datasheet row."""
+
+    id: str
+    name: str
+    architecture: str
+    name_patterns: tuple[str, ...]
+    memory_stated_gb: float | None
+    memory_bandwidth_stated_gb_per_s: float
+    peaks: dict[str, Peak]
+    note: str
+    sources: tuple[Source, ...]
+
+    @property
+    def memory_bytes(self) -> int | None:
+        """The stated memory size in bytes, reading the vendor's GB as GiB (see the rules)."""
+        if self.memory_stated_gb is None:
+            return None
+        return round(self.memory_stated_gb * GIB)
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        """The stated memory bandwidth in bytes per second (decimal GB/s)."""
+        return self.memory_bandwidth_stated_gb_per_s * 1e9
+
+    def dense_flop_per_s(self, dtype: str) -> float | None:
+        """The dense peak for ``dtype`` in FLOP/s, or None when the datasheet gives none.
+
+        >>> get("t4").dense_flop_per_s("bf16") is None
+        True
+        """
+        peak = self.peaks.get(dtype)
+        return peak.dense_flop_per_s if peak else None
+
+    def matches(self, device_name: str) -> bool:
+        """Whether ``device_name`` (as torch reports it) is this GPU.
+
+        >>> get("rtx-4090").matches("NVIDIA GeForce RTX 4090"), get("l4").matches("NVIDIA L40S")
+        (True, False)
+        """
+        name = normalize_name(device_name)
+        return any(re.fullmatch(p, name) for p in self.name_patterns)
+
+
+def normalize_name(device_name: str) -> str:
+    """Lower-case, single spaces, without a leading 'NVIDIA'.
+
+    >>> normalize_name("  NVIDIA  GeForce RTX 3090 ")
+    'geforce rtx 3090'
+    """
+    name = re.sub(r"\s+", " ", device_name).strip().lower()
+    return re.sub(r"^nvidia ", "", name)
+
+
+def _row(data: dict[str, Any]) -> Datasheet:
+    peaks = {
+        dtype: Peak(
+            stated_tflops=float(p["stated_tflops"]),
+            with_sparsity=bool(p["with_sparsity"]),
+            stated=str(p["stated"]),
+        )
+        for dtype, p in data["peaks"].items()
+    }
+    unknown = set(peaks) - set(DTYPES)
+    if unknown:
+        raise ValueError(f"datasheet row {data['id']!r} has unknown dtypes {sorted(unknown)}")
+    memory = data["memory_stated_gb"]
+    return Datasheet(
+        id=str(data["id"]),
+        name=str(data["name"]),
+        architecture=str(data["architecture"]),
+        name_patterns=tuple(data["name_patterns"]),
+        memory_stated_gb=None if memory is None else float(memory),
+        memory_bandwidth_stated_gb_per_s=float(data["memory_bandwidth_stated_gb_per_s"]),
+        peaks=peaks,
+        note=str(data.get("note", "")),
+        sources=tuple(Source(title=s["title"], url=s["url"]) for s in data["sources"]),
+    )
+
+
+@functools.cache
+def raw() -> dict[str, Any]:
+    """The data file as parsed JSON (its ``rules`` explain how to read the figures)."""
+    text = resources.files("gpulesson.results").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@functools.cache
+def all_rows() -> tuple[Datasheet, ...]:
+    """Every row, in file order.
+
+    >>> len({row.id for row in all_rows()}) == len(all_rows())
+    True
+    """
+    return tuple(_row(item) for item in raw()["devices"])
+
+
+def ids() -> tuple[str, ...]:
+    """The stable ids, in file order: what ``--gpu`` options accept.
+
+    >>> ids()[:3]
+    ('t4', 'l4', 'a10')
+    """
+    return tuple(row.id for row in all_rows())
+
+
+def get(datasheet_id: str) -> Datasheet:
+    """The row with this id; ``ValueError`` naming the known ids otherwise.
+
+    >>> get("h200").memory_stated_gb
+    141.0
+    >>> get("h300")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown GPU id 'h300': use one of t4, l4, a10, a100-40gb, a100-80gb, \
+a100-80gb-pcie, h100-sxm, h100-pcie, h200, l40s, rtx-3090, rtx-4090, apple-m1-pro, \
+apple-m1-max, apple-m1-ultra, apple-m2, apple-m4, apple-m4-pro, apple-m4-max
+    """
+    for row in all_rows():
+        if row.id == datasheet_id:
+            return row
+    raise ValueError(f"unknown GPU id {datasheet_id!r}: use one of {', '.join(ids())}")
+
+
+def lookup(device_name: str | None) -> Datasheet | None:
+    """The row whose patterns match ``device_name``, or None for an unknown device.
+
+    >>> lookup("NVIDIA A100-SXM4-40GB").id, lookup("Tesla T4").id, lookup("Apple M1 Max").id
+    ('a100-40gb', 't4', 'apple-m1-max')
+    >>> lookup("AMD EPYC 7B13") is None
+    True
+    """
+    if not device_name:
+        return None
+    found = [row for row in all_rows() if row.matches(device_name)]
+    if len(found) > 1:  # pragma: no cover - the tests keep patterns disjoint
+        raise ValueError(f"{device_name!r} matches several datasheet rows: {found}")
+    return found[0] if found else None

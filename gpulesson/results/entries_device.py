@@ -1,0 +1,392 @@
+"""Suite entries about the device and its links: context, stopwatch, launches, bandwidth, copies.
+
+Each entry calls the function the lessons call and keeps its samples:
+
+* ``cuda_context``: memory the CUDA context takes before any tensor (CUDA only; runs
+  first, before other entries allocate);
+* ``stopwatch``: one matmul timed honestly and naively
+  (:func:`gpulesson.timing.bench.async_illusion`, the lesson "Timing GPU work honestly");
+* ``launch_overhead``: seconds per call of a tiny op, eager and on CUDA graph-replayed
+  (:func:`gpulesson.timing.launch.measure_launch_overhead`);
+* ``memory_bandwidth``: a copy between buffers far larger than the last-level cache
+  (:func:`gpulesson.timing.roofline.measure_bandwidth`, the roofline lesson);
+* ``host_copies``: host-to-device (:func:`gpulesson.timing.bench.measure_transfer`) and
+  device-to-host copies from pageable and pinned memory;
+* ``all_reduce``: bus bandwidth of an all-reduce across every visible GPU (more than one).
+
+>>> [e.name for e in ENTRIES]
+['cuda_context', 'stopwatch', 'launch_overhead', 'memory_bandwidth', 'host_copies', 'all_reduce']
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from gpulesson.results.bundle import Measurement
+from gpulesson.results.measurements import seconds, single, throughput
+from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.timing.bench import async_illusion, measure_transfer, plan_for
+from gpulesson.timing.launch import measure_launch_overhead
+from gpulesson.timing.roofline import measure_bandwidth, measure_op
+from gpulesson.units import GIB, MIB
+
+# Buffers for the bandwidth copy are at least this many times the GPU's L2 cache.
+L2_MULTIPLE = 16
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """Sizes for the device entries on one kind of device and run."""
+
+    illusion_n: int
+    min_run_time_s: float
+    bandwidth_bytes: int  # each of the two buffers of the copy
+    copy_n: int  # host copies move n x n fp32 tensors
+    all_reduce_bytes: int
+
+
+PLANS: dict[tuple[str, bool], DevicePlan] = {
+    ("cpu", True): DevicePlan(512, 0.05, 128 * MIB, 0, 0),
+    ("cpu", False): DevicePlan(plan_for("cpu").illusion_n, 0.1, 256 * MIB, 0, 0),
+    ("mps", True): DevicePlan(2048, 0.05, 256 * MIB, 2048, 0),
+    ("mps", False): DevicePlan(plan_for("mps").illusion_n, 0.1, 512 * MIB, 4096, 0),
+    ("cuda", True): DevicePlan(2048, 0.05, 512 * MIB, 4096, 64 * MIB),
+    ("cuda", False): DevicePlan(plan_for("cuda").illusion_n, 0.1, GIB, 8192, 256 * MIB),
+}
+
+
+def _plan(context: Context) -> DevicePlan:
+    return PLANS[(context.device.type, context.quick)]
+
+
+# --- CUDA context ------------------------------------------------------------------------
+
+
+def _nvml_process_bytes() -> int | None:
+    """This process's memory on GPU 0 as NVML reports it; None when NVML cannot say."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML answer
+        return None
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if proc.pid == os.getpid() and proc.usedGpuMemory is not None:
+                return int(proc.usedGpuMemory)
+        return None  # in a container NVML may not see this process's id
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def measure_context_bytes() -> tuple[int, int, int, str]:
+    """Memory this process holds on GPU 0 beyond torch's allocator: mostly the CUDA context.
+
+    Creates the context with a one-element tensor, then takes the process's GPU memory
+    (NVML's per-process figure; without it, total minus free from the driver, which also
+    counts other processes) and subtracts what torch's caching allocator reserved.
+    Returns (context bytes, process bytes, reserved bytes, method).
+    """
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    reserved = int(torch.cuda.memory_reserved(0))
+    process = _nvml_process_bytes()
+    method = "NVML per-process memory minus torch.cuda.memory_reserved()"
+    if process is None:
+        free, total = torch.cuda.mem_get_info(0)
+        process = int(total - free)
+        method = (
+            "torch.cuda.mem_get_info() total minus free (counts other processes too) "
+            "minus torch.cuda.memory_reserved()"
+        )
+    return max(process - reserved, 0), process, reserved, method
+
+
+def run_cuda_context(context: Context) -> list[Measurement]:
+    """The CUDA context's memory, a headline figure (it is gone before any tensor)."""
+    ctx_bytes, process, reserved, method = measure_context_bytes()
+    return [
+        single(
+            ctx_bytes,
+            name="cuda_context",
+            entry="cuda_context",
+            unit="bytes",
+            label="CUDA context memory",
+            limit="device_memory",
+            headline=True,
+            params={"method": method, "process_bytes": process, "reserved_bytes": reserved},
+        )
+    ]
+
+
+# --- stopwatch, launches -------------------------------------------------------------------
+
+
+def run_stopwatch(context: Context) -> list[Measurement]:
+    """One fp32 matmul timed with and without the closing barrier, and the CPU's time."""
+    plan = _plan(context)
+    device = context.device.type
+    r = async_illusion(plan.illusion_n, device, "fp32", min_run_time_s=plan.min_run_time_s)
+    n = plan.illusion_n
+    out = [
+        seconds(
+            r.honest,
+            name="stopwatch.honest",
+            entry="stopwatch",
+            dtype="fp32",
+            label=f"fp32 matmul n={n}, synchronized stopwatch",
+            params={"n": n},
+        ),
+        seconds(
+            r.naive,
+            name="stopwatch.naive",
+            entry="stopwatch",
+            dtype="fp32",
+            label=f"fp32 matmul n={n}, naive stopwatch (no closing barrier)",
+            params={"n": n},
+        ),
+    ]
+    honest = r.honest.median_s
+    out.append(
+        Measurement(
+            name="stopwatch.inflation",
+            entry="stopwatch",
+            unit="ratio",
+            value=r.inflation,
+            samples=tuple(honest / s for s in r.naive.samples_s),
+            samples_unit="ratio",
+            label="how many times too fast the naive stopwatch reads",
+            headline=True,
+            params={"n": n, "device": device},
+            note="Samples: the synchronized median over each naive reading.",
+        )
+    )
+    if device != "cpu":
+        out.append(
+            seconds(
+                r.cpu,
+                name="stopwatch.cpu",
+                entry="stopwatch",
+                dtype="fp32",
+                label=f"the same matmul on this machine's CPU, n={n}",
+                params={"n": n},
+            )
+        )
+    return out
+
+
+def run_launch_overhead(context: Context) -> list[Measurement]:
+    """Seconds per call of a tiny op, eager and (on CUDA) replayed from a CUDA graph."""
+    device = context.device.type
+    r = measure_launch_overhead(device, min_run_time_s=_plan(context).min_run_time_s)
+    out = [
+        seconds(
+            r.eager,
+            name="launch_overhead.eager",
+            entry="launch_overhead",
+            label="launch overhead per tiny op, eager",
+            headline=True,
+            params={"op": r.op},
+        )
+    ]
+    if r.graph is not None:
+        out.append(
+            seconds(
+                r.graph,
+                name="launch_overhead.cuda_graph",
+                entry="launch_overhead",
+                label="launch overhead per tiny op, CUDA graph replay",
+                headline=True,
+                params={"op": r.op},
+            )
+        )
+    return out
+
+
+# --- bandwidth and copies ------------------------------------------------------------------
+
+
+def bandwidth_buffer_bytes(context: Context) -> tuple[int, int | None]:
+    """The copy's buffer size: the plan's, at least ``L2_MULTIPLE`` x L2, within the budget.
+
+    Returns (bytes per buffer, L2 bytes or None when unknown).
+    """
+    size = _plan(context).bandwidth_bytes
+    l2 = None
+    if context.device.type == "cuda":
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or None
+        if l2:
+            size = max(size, L2_MULTIPLE * l2)
+    while size > 16 * MIB and not context.fits(2 * size):
+        size //= 2
+    return size, l2
+
+
+def run_memory_bandwidth(context: Context) -> list[Measurement]:
+    """Copy one large buffer into another: bytes read plus written over the median time."""
+    size, l2 = bandwidth_buffer_bytes(context)
+    r = measure_bandwidth(context.device.type, size, "fp32", _plan(context).min_run_time_s)
+    return [
+        throughput(
+            r,
+            name="memory_bandwidth",
+            entry="memory_bandwidth",
+            unit="B/s",
+            label="device memory bandwidth (copy, read + write)",
+            limit="memory_bandwidth",
+            headline=True,
+            params={"buffer_bytes": size, "l2_bytes": l2},
+        )
+    ]
+
+
+def measure_device_to_host(n: int, device: str, pinned: bool, min_run_time_s: float):
+    """Time copying one n x n fp32 tensor from ``device`` to host memory (pinned or not)."""
+    src = torch.randn(n, n, device=device)
+    dst = torch.empty(n, n)
+    if pinned:
+        dst = dst.pin_memory()
+    return measure_op(
+        "device-to-host copy, " + ("pinned" if pinned else "pageable"),
+        lambda: dst.copy_(src, non_blocking=pinned),
+        device,
+        "fp32",
+        0,
+        src.numel() * src.element_size(),
+        min_run_time_s,
+    )
+
+
+def run_host_copies(context: Context) -> list[Measurement]:
+    """Host-to-device and device-to-host copy rates, from pageable and (CUDA) pinned memory."""
+    device = context.device.type
+    plan = _plan(context)
+    n = plan.copy_n
+    while n > 512 and not context.fits(4 * n * n * 4):
+        n //= 2
+    out = []
+    for pinned in (False, True) if device == "cuda" else (False,):
+        kind = "pinned" if pinned else "pageable"
+        h2d = measure_transfer(n, device, "fp32", pinned, plan.min_run_time_s)
+        out.append(
+            throughput(
+                h2d,
+                name=f"h2d.{kind}",
+                entry="host_copies",
+                unit="B/s",
+                label=f"host-to-device copy from {kind} memory",
+                headline=True,
+                params={"n": n},
+            )
+        )
+        d2h = measure_device_to_host(n, device, pinned, plan.min_run_time_s)
+        out.append(
+            throughput(
+                d2h,
+                name=f"d2h.{kind}",
+                entry="host_copies",
+                unit="B/s",
+                label=f"device-to-host copy to {kind} memory",
+                params={"n": n},
+            )
+        )
+    return out
+
+
+def run_all_reduce(context: Context) -> list[Measurement]:
+    """Bus bandwidth of an in-process NCCL all-reduce over every visible GPU.
+
+    Bus bandwidth = message bytes x 2(N-1)/N over the time: what each GPU's link
+    carries in a ring all-reduce (NCCL's nccl-tests define it so). The timed call
+    synchronizes every GPU, so the clock stops when the last one is done.
+    """
+    count = torch.cuda.device_count()
+    size = _plan(context).all_reduce_bytes
+    elements = size // 4
+    tensors = [torch.ones(elements, device=f"cuda:{i}") for i in range(count)]
+
+    def all_reduce() -> None:
+        torch.cuda.nccl.all_reduce(tensors)
+        for i in range(count):
+            torch.cuda.synchronize(i)
+
+    bus_bytes = int(size * 2 * (count - 1) / count)
+    r = measure_op(
+        "all-reduce", all_reduce, "cuda", "fp32", 0, bus_bytes, _plan(context).min_run_time_s
+    )
+    return [
+        throughput(
+            r,
+            name="all_reduce.bus_bandwidth",
+            entry="all_reduce",
+            unit="B/s",
+            label=f"all-reduce bus bandwidth over {count} GPUs",
+            headline=True,
+            params={"gpus": count, "message_bytes": size},
+        )
+    ]
+
+
+def _is(device_type: str):
+    return lambda device: device.type == device_type
+
+
+def _many_gpus(device: Device) -> bool:
+    return device.type == "cuda" and device.count > 1
+
+
+ENTRIES = (
+    SuiteEntry(
+        name="cuda_context",
+        description="memory the CUDA context takes",
+        applies=_is("cuda"),
+        needs="a CUDA device",
+        run=run_cuda_context,
+    ),
+    SuiteEntry(
+        name="stopwatch",
+        description="a matmul timed with and without the closing barrier",
+        applies=lambda device: True,
+        needs="nothing",
+        run=run_stopwatch,
+    ),
+    SuiteEntry(
+        name="launch_overhead",
+        description="seconds per call of a tiny op (eager; CUDA graph on CUDA)",
+        applies=lambda device: True,
+        needs="nothing",
+        run=run_launch_overhead,
+    ),
+    SuiteEntry(
+        name="memory_bandwidth",
+        description="copy bandwidth over buffers far larger than the caches",
+        applies=lambda device: True,
+        needs="nothing",
+        run=run_memory_bandwidth,
+    ),
+    SuiteEntry(
+        name="host_copies",
+        description="host-to-device and device-to-host copies, pageable and pinned",
+        applies=lambda device: device.type in ("cuda", "mps"),
+        needs="a GPU (CUDA or MPS)",
+        run=run_host_copies,
+    ),
+    SuiteEntry(
+        name="all_reduce",
+        description="all-reduce bus bandwidth across the visible GPUs",
+        applies=_many_gpus,
+        needs="more than one CUDA GPU",
+        run=run_all_reduce,
+    ),
+)
