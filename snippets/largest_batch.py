@@ -15,12 +15,30 @@ rounding and temporary buffers. Needs only torch.
 """
 
 import argparse
+import math
 from collections.abc import Callable
 
 import torch
 
 GIB = 2**30
 BYTES_FP32 = 4
+MAX_GIB = 2**20  # 1 PiB: far beyond any card, small enough to count in bytes exactly
+MAX_WIDTH = 2**20
+MAX_DEPTH = 10_000
+MAX_BATCH = 2**40
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def shown(value: object) -> str:
+    """A value for an error message; a very long number is cut to its first digits."""
+    text = str(value)
+    return text if len(text) <= 20 else f"{text[:12]}...({len(text)} digits)"
 
 
 def make_model(width: int, depth: int) -> torch.nn.Sequential:
@@ -105,7 +123,7 @@ def estimate_fits(width: int, depth: int, budget_bytes: int) -> Callable[[int], 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int, default=1024, help="layer width (default 1024)")
     parser.add_argument("--depth", type=int, default=4, help="number of layers (default 4)")
     parser.add_argument(
@@ -124,8 +142,19 @@ def main() -> None:
         "--estimate", action="store_true", help="use the estimate even when CUDA is available"
     )
     args = parser.parse_args()
-    if args.width < 1 or args.depth < 1 or args.max_batch < 1 or args.budget_gib <= 0:
-        parser.error("--width, --depth, --max-batch and --budget-gib must be positive")
+    for name, value, limit in (
+        ("--width", args.width, MAX_WIDTH),
+        ("--depth", args.depth, MAX_DEPTH),
+        ("--max-batch", args.max_batch, MAX_BATCH),
+    ):
+        if not 1 <= value <= limit:
+            parser.error(f"{name} {shown(value)} must be a whole number from 1 to {limit}")
+    for name, value in (("--budget-gib", args.budget_gib), ("--limit-gib", args.limit_gib)):
+        if value is not None and not (math.isfinite(value) and 0 < value <= MAX_GIB):
+            parser.error(
+                f"{name} {value:g} must be a finite number of GiB above 0 and at most "
+                f"{MAX_GIB} (1 PiB), e.g. 2"
+            )
     if torch.cuda.is_available() and not args.estimate:
         device = torch.device("cuda")
         if args.limit_gib is not None:

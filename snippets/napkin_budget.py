@@ -4,7 +4,7 @@ Bytes per parameter for weights, gradients, optimizer state and fp32 master
 weights, times the parameter count. Activations are left out: they depend on
 batch, sequence and model shape, so measure them (torch.cuda.max_memory_allocated).
 
-    python napkin_budget.py --params 7e9 --recipe bf16
+    python napkin_budget.py --params 7e9 --recipe amp
     python napkin_budget.py --params 7e9 --recipe qlora --trainable 0.001
 """
 
@@ -17,9 +17,10 @@ GIB = 2**30
 
 # recipe: (weights, gradients, optimizer state, master) in bytes per parameter
 RECIPES = {
+    "amp": (4, 4, 8, 0),  # PyTorch AMP: fp32 weights, grads and Adam moments (the norm)
     "fp16-fp32-grads": (2, 4, 8, 0),  # fp16 weights, fp32 grads, fp32 Adam moments
     "bf16": (2, 2, 8, 0),  # bf16 weights and grads, fp32 Adam moments
-    "mixed-fp32-master": (2, 2, 8, 4),  # plus an fp32 master copy of the weights
+    "mixed-fp32-master": (2, 2, 8, 4),  # 16-bit weights plus an fp32 master copy
     "fp32": (4, 4, 8, 0),
     "sgd": (2, 4, 0, 0),  # fp16 weights, fp32 grads, no optimizer state
     "infer-fp16": (2, 0, 0, 0),
@@ -46,7 +47,7 @@ def bill(params: float, recipe: str, trainable: float) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description="Print the four-ledger memory bill of a model.")
     parser.add_argument("--params", type=float, required=True, help="parameter count, e.g. 7e9")
-    parser.add_argument("--recipe", choices=sorted(RECIPES), default="bf16")
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="amp")
     parser.add_argument(
         "--trainable",
         type=float,

@@ -26,10 +26,16 @@ def test_napkin_budget_prints_the_four_ledgers():
 def test_napkin_budget_agrees_with_the_package():
     from gpulesson.memory.budget import estimate
 
-    for recipe in ("bf16", "mixed-fp32-master", "sgd", "qlora"):
+    for recipe in ("amp", "bf16", "mixed-fp32-master", "sgd", "qlora"):
         result = run("--params", "7e9", "--recipe", recipe)
         expected = estimate(7e9, preset=recipe).total_bytes / 1e9
         assert f"{expected:.2f} GB" in result.stdout, (recipe, result.stdout)
+
+
+def test_napkin_budget_defaults_to_amp_like_the_package():
+    result = run("--params", "7e9")
+    assert result.returncode == 0, result.stderr
+    assert "recipe amp" in result.stdout and "112.00 GB" in result.stdout
 
 
 def test_napkin_budget_rejects_bad_sizes():
