@@ -477,6 +477,23 @@ def test_the_ladder_is_priced_by_the_budget_module():
     assert "| Smaller batch | batch 16 → 8 |" in diagnose_render.ladder_budget_markdown(rows)
 
 
+def test_the_ladder_explains_what_checkpointing_leaves_from_the_computed_terms():
+    leftover = fix_ladder.checkpointing_leftover()
+    rows = {row.rung: row for row in fix_ladder.ladder_budget_rows()}
+    checkpointed = rows["Activation checkpointing"]
+    assert leftover.checkpointed_peak_bytes == checkpointed.peak_bytes
+    assert leftover.checkpointing_saving_fraction == pytest.approx(-checkpointed.vs_run_fraction)
+    # The three vocabulary-wide tensors of the issue: 16 x 1024 x 50257 values x 4 bytes each.
+    assert [t.total_bytes for t in leftover.logits_tensors] == [16 * 1024 * 50257 * 4] * 3
+    assert leftover.logits_bytes < leftover.checkpointed_peak_bytes
+    assert leftover.both_peak_bytes < leftover.checkpointed_peak_bytes - leftover.logits_bytes / 2
+    chunked = rows["Chunked or fused cross-entropy"]
+    assert chunked.peak_bytes < rows["—"].peak_bytes
+    text = diagnose_render.checkpointing_leftover_markdown(leftover)
+    assert f"{leftover.checkpointing_saving_fraction:.0%} less" in text
+    assert "16 × 1,024 × 50,257" in text and f"{leftover.logits_bytes / 1e9:.1f} GB" in text
+
+
 # --- the CLI ---------------------------------------------------------------------
 
 

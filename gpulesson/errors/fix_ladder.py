@@ -94,6 +94,15 @@ FIX_LADDER: tuple[Rung, ...] = (
         free=False,
     ),
     Rung(
+        key="chunked_loss",
+        name="Chunked or fused cross-entropy",
+        what_it_cuts="the loss's vocabulary-wide tensors (the logits, their log-softmax and "
+        "gradients), computed a slice of tokens at a time or never materialised",
+        cost="a little recomputation, and a loss written for it (a chunked loss, or a fused "
+        "linear-cross-entropy kernel)",
+        free=False,
+    ),
+    Rung(
         key="peft",
         name="PEFT / LoRA",
         what_it_cuts="gradients and optimizer state, which then scale with the small adapter",
@@ -476,6 +485,17 @@ def other_steps(
 # --- the ladder priced on one example run -------------------------------------------
 
 
+# The example run the ladder is priced on: GPT-2 small, batch 16, sequence 1,024, fp32.
+EXAMPLE_PRESET = "fp32"
+
+
+def example_shape() -> Any:
+    """The example run's shape: GPT-2 small (124M parameters), batch 16, sequence 1,024."""
+    from gpulesson.memory.budget import TransformerShape
+
+    return TransformerShape(vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=16)
+
+
 @dataclass(frozen=True)
 class LadderRow:
     """One rung applied alone to the example run, priced by the budget calculator."""
@@ -497,9 +517,7 @@ def ladder_budget_rows() -> tuple[LadderRow, ...]:
     """
     from gpulesson.memory import budget
 
-    shape = budget.TransformerShape(
-        vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=16
-    )
+    shape = example_shape()
     runs: list[tuple[str, str, dict[str, Any]]] = [
         ("—", "the example run: fp32, AdamW, batch 16, sequence 1,024", {}),
         (_RUNG["batch"].name, "batch 16 → 8", {"shape": replace(shape, batch=8)}),
@@ -520,6 +538,11 @@ def ladder_budget_rows() -> tuple[LadderRow, ...]:
             {"checkpointing": "full"},
         ),
         (
+            _RUNG["chunked_loss"].name,
+            f"cross-entropy in {budget.DEFAULT_LOSS_CHUNKS} slices of tokens",
+            {"loss": "chunked"},
+        ),
+        (
             _RUNG["peft"].name,
             "LoRA rank 8 on attention, bf16 base",
             {"preset": "lora", "lora_rank": 8},
@@ -538,7 +561,7 @@ def ladder_budget_rows() -> tuple[LadderRow, ...]:
     rows = []
     base = None
     for name, change, overrides in runs:
-        kwargs: dict[str, Any] = {"preset": "fp32", "shape": shape, **overrides}
+        kwargs: dict[str, Any] = {"preset": EXAMPLE_PRESET, "shape": shape, **overrides}
         result = budget.estimate(**kwargs)
         base = result.total_bytes if base is None else base
         rows.append(
@@ -551,3 +574,57 @@ def ladder_budget_rows() -> tuple[LadderRow, ...]:
             )
         )
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class CheckpointingLeftover:
+    """What full checkpointing leaves of the example run's peak, and how much is the loss's.
+
+    ``logits_tensors`` are the vocabulary-wide tensors alive while the loss's
+    backward pass runs (the peak of this run); checkpointing does not touch them,
+    because they belong to the loss, not to the blocks. ``both_peak_bytes`` is the
+    peak with checkpointing and a chunked loss together.
+    """
+
+    run_peak_bytes: int
+    checkpointed_peak_bytes: int
+    checkpointing_saving_fraction: float
+    logits_tensors: tuple[Any, ...]  # gpulesson.memory.budget.LogitsTensor
+    logits_bytes: int
+    logits_fraction_of_checkpointed: float
+    loss_chunks: int
+    both_peak_bytes: int
+    both_saving_fraction: float
+
+
+def checkpointing_leftover() -> CheckpointingLeftover:
+    """Why full checkpointing saves so little on the example run: the logits stay.
+
+    Priced by ``gpulesson.memory.budget``: the run, the run with full
+    checkpointing, and with checkpointing plus a chunked cross-entropy.
+
+    >>> x = checkpointing_leftover()
+    >>> x.both_peak_bytes < x.checkpointed_peak_bytes < x.run_peak_bytes
+    True
+    >>> [t.name for t in x.logits_tensors][0]
+    'log-softmax of the logits'
+    """
+    from gpulesson.memory import budget
+
+    shape = example_shape()
+    run = budget.estimate(shape=shape, preset=EXAMPLE_PRESET)
+    checkpointed = budget.estimate(shape=shape, preset=EXAMPLE_PRESET, checkpointing="full")
+    both = budget.estimate(shape=shape, preset=EXAMPLE_PRESET, checkpointing="full", loss="chunked")
+    alive = tuple(t for t in budget.logits_terms(checkpointed) if t.at_loss_backward)
+    logits = sum(t.total_bytes for t in alive)
+    return CheckpointingLeftover(
+        run_peak_bytes=run.total_bytes,
+        checkpointed_peak_bytes=checkpointed.total_bytes,
+        checkpointing_saving_fraction=1 - checkpointed.total_bytes / run.total_bytes,
+        logits_tensors=alive,
+        logits_bytes=logits,
+        logits_fraction_of_checkpointed=logits / checkpointed.total_bytes,
+        loss_chunks=both.loss_chunks or 1,
+        both_peak_bytes=both.total_bytes,
+        both_saving_fraction=1 - both.total_bytes / run.total_bytes,
+    )

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gpulesson.errors.diagnose import Diagnosis
-from gpulesson.errors.fix_ladder import LadderRow, Rung, Step
+from gpulesson.errors.fix_ladder import CheckpointingLeftover, LadderRow, Rung, Step
 from gpulesson.errors.numbers import format_bytes
 from gpulesson.units import GB
 
@@ -185,6 +185,36 @@ def ladder_budget_markdown(rows: tuple[LadderRow, ...]) -> str:
         lines.append(
             f"| {row.rung} | {row.change} | {row.peak_bytes / GB:.1f} | {delta} | {batch} |"
         )
+    return "\n".join(lines)
+
+
+def checkpointing_leftover_markdown(leftover: CheckpointingLeftover) -> str:
+    """Why checkpointing saves what it saves: the logits tensors left, as a table and prose."""
+    x = leftover
+    lines = [
+        f"Full checkpointing takes the example run's peak from {x.run_peak_bytes / GB:.1f} GB "
+        f"to {x.checkpointed_peak_bytes / GB:.1f} GB, {x.checkpointing_saving_fraction:.0%} "
+        f"less. Of the {x.checkpointed_peak_bytes / GB:.1f} GB left, "
+        f"{x.logits_bytes / GB:.1f} GB ({x.logits_fraction_of_checkpointed:.0%}) are "
+        f"{len(x.logits_tensors)} tensors the loss keeps over the whole vocabulary while its "
+        "backward pass runs:",
+        "",
+        "| tensor | shape | bytes per value | size (GB) |",
+        "|---|---|---|---|",
+    ]
+    for t in x.logits_tensors:
+        shape = " × ".join(f"{n:,}" for _, n in t.dims)
+        names = " × ".join(name for name, _ in t.dims)
+        lines.append(
+            f"| {t.name} | {shape} ({names}) | {t.bytes_per_value:g} | {t.total_bytes / GB:.2f} |"
+        )
+    lines += [
+        "",
+        "Checkpointing recomputes what the blocks saved; these belong to the loss, so they "
+        f"stay. With the cross-entropy computed in {x.loss_chunks} slices of tokens as well, "
+        f"the peak is {x.both_peak_bytes / GB:.1f} GB, {x.both_saving_fraction:.0%} below "
+        "the run.",
+    ]
     return "\n".join(lines)
 
 
