@@ -1,0 +1,258 @@
+/* "Compare your machine": a reader's result bundle beside the reference bundles.
+ *
+ * Plain JavaScript, no dependencies, nothing uploaded: the page embeds the reference
+ * bundles' figures, the datasheet peaks and the display units as JSON
+ * (#gl-compare-data, written at build time by gpulesson/site/results_pages.py); this
+ * script reads the file the reader picks, checks it, and fills the table and the charts.
+ * The charts are drawn by drawCharts() alone, so a chart library can replace it later.
+ * The full checks (JSON Schema, consistency, plausibility) are `gpulesson compare`'s;
+ * here a file is refused when its structure or a figure is plainly wrong.
+ */
+(function () {
+  "use strict";
+
+  var SVG = "http://www.w3.org/2000/svg";
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      if (key === "text") { node.textContent = attrs[key]; } else { node.setAttribute(key, attrs[key]); }
+    });
+    (children || []).forEach(function (c) {
+      node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return node;
+  }
+
+  function svg(tag, attrs, text) {
+    var node = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (key) { node.setAttribute(key, attrs[key]); });
+    if (text !== undefined) { node.textContent = text; }
+    return node;
+  }
+
+  /* --- checking the reader's file ------------------------------------------------ */
+
+  function fail(field, problem) {
+    var error = new Error(field + ": " + problem);
+    error.field = field;
+    throw error;
+  }
+
+  function isNumber(x) { return typeof x === "number" && isFinite(x); }
+
+  /* Returns the bundle, or throws an Error whose message names the field. */
+  function checkBundle(bundle, data) {
+    if (bundle === null || typeof bundle !== "object" || Array.isArray(bundle)) {
+      fail("(top level)", "not a JSON object: choose the file gpulesson measure wrote");
+    }
+    if (bundle.schema_version !== data.schema_version) {
+      fail("schema_version", "is " + JSON.stringify(bundle.schema_version) + ", this page reads " +
+        data.schema_version + ": make the bundle with this version of gpulesson");
+    }
+    var p = bundle.provenance;
+    if (!p || typeof p !== "object") { fail("provenance", "missing: this is not a result bundle"); }
+    if (typeof p.device_name !== "string" || !p.device_name) {
+      fail("provenance.device_name", "missing: the bundle must name its device");
+    }
+    if (["cuda", "mps", "cpu"].indexOf(p.device_type) < 0) {
+      fail("provenance.device_type", "must be cuda, mps or cpu");
+    }
+    if (!Array.isArray(bundle.measurements) || bundle.measurements.length === 0) {
+      fail("measurements", "missing or empty: the bundle has no figures");
+    }
+    var sheet = p.datasheet_id ? data.datasheets[p.datasheet_id] : null;
+    if (p.datasheet_id && !sheet) {
+      fail("provenance.datasheet_id", JSON.stringify(p.datasheet_id) + " is not a known datasheet id");
+    }
+    bundle.measurements.forEach(function (m, i) {
+      var where = "measurements[" + i + "]";
+      if (!m || typeof m.name !== "string" || !m.name) { fail(where + ".name", "missing"); }
+      if (typeof m.unit !== "string" || !data.units[m.unit]) {
+        fail(where + ".unit", JSON.stringify(m.unit) + " is not a unit bundles use");
+      }
+      if (!isNumber(m.value) || m.value < 0) {
+        fail(where + ".value", JSON.stringify(m.value) + " is not a number of at least 0");
+      }
+      var peak = sheet && m.limit === "peak_flops" && m.dtype ? sheet.peaks_flop_per_s[m.dtype] : null;
+      if (peak && m.value > data.flops_tolerance * peak) {
+        fail(where + ".value", (m.value / 1e12).toPrecision(4) + " TFLOP/s is above " +
+          data.flops_tolerance + "x the datasheet's dense " + m.dtype + " peak: not a plausible result");
+      }
+      if (sheet && m.limit === "memory_bandwidth" && m.value > sheet.memory_bandwidth_bytes_per_s) {
+        fail(where + ".value", "above the datasheet's memory bandwidth: not a plausible result");
+      }
+    });
+    return bundle;
+  }
+
+  /* --- figures as the tables show them ------------------------------------------------- */
+
+  /* The display unit of a row: the largest scale its biggest value reaches (as in render.py). */
+  function displayUnit(unit, values, scales) {
+    if (unit === "ratio") { return ["x", 1]; }
+    var list = scales[unit];
+    if (!list) { return [unit, 1]; }
+    var top = Math.max.apply(null, values.map(Math.abs).concat([0]));
+    for (var i = 0; i < list.length; i += 1) { if (top >= list[i][1]) { return list[i]; } }
+    return list[list.length - 1];
+  }
+
+  function formatNumber(v) {
+    if (v === 0 || !isFinite(v)) { return String(v); }
+    var a = Math.abs(v);
+    if (a >= 100) { return Math.round(v).toLocaleString("en-US"); }
+    if (a >= 10) { return v.toFixed(1); }
+    if (a >= 1) { return v.toFixed(2); }
+    return v.toFixed(1 - Math.floor(Math.log10(a)));
+  }
+
+  function fraction(m, sheet) {
+    if (!sheet || !m) { return null; }
+    if (m.limit === "peak_flops" && m.dtype && sheet.peaks_flop_per_s[m.dtype]) {
+      return m.value / sheet.peaks_flop_per_s[m.dtype];
+    }
+    if (m.limit === "memory_bandwidth") { return m.value / sheet.memory_bandwidth_bytes_per_s; }
+    return null;
+  }
+
+  function pct(f) { return f === null ? "—" : Math.round(f * 100) + "%"; }
+
+  /* Rows: the reader's headline figures, each with every reference's same-named figure. */
+  function buildRows(bundle, data) {
+    var mineSheet = bundle.provenance.datasheet_id ? data.datasheets[bundle.provenance.datasheet_id] : null;
+    return bundle.measurements.filter(function (m) { return m.headline; }).map(function (m) {
+      var refs = data.references.map(function (ref) {
+        var theirs = ref.measurements[m.name] || null;
+        var sheet = ref.datasheet_id ? data.datasheets[ref.datasheet_id] : null;
+        return theirs ? { value: theirs.value, fraction: fraction(theirs, sheet), ratio: theirs.value > 0 ? m.value / theirs.value : null } : null;
+      });
+      var values = [m.value].concat(refs.filter(Boolean).map(function (r) { return r.value; }));
+      return {
+        name: m.name, label: m.label || m.name, unit: m.unit,
+        scale: displayUnit(m.unit, values, data.display_scales),
+        mine: { value: m.value, fraction: fraction(m, mineSheet) }, refs: refs
+      };
+    });
+  }
+
+  function drawTable(box, rows, bundle, data) {
+    var device = bundle.provenance.device_name;
+    var head = [el("th", { scope: "col", text: "measurement" }), el("th", { scope: "col", text: "unit" }),
+      el("th", { scope: "col", text: "yours: " + device }), el("th", { scope: "col", text: "yours: of datasheet" })];
+    data.references.forEach(function (ref, i) {
+      var n = "[" + (i + 1) + "]";
+      head.push(el("th", { scope: "col", text: n + " " + ref.label }));
+      head.push(el("th", { scope: "col", text: n + " of datasheet" }));
+      head.push(el("th", { scope: "col", text: "yours ÷ " + n }));
+    });
+    var body = rows.map(function (r) {
+      var cells = [el("th", { scope: "row", text: r.label }), el("td", { text: r.scale[0] }),
+        el("td", { "data-mine": r.name, text: formatNumber(r.mine.value / r.scale[1]) }),
+        el("td", { text: pct(r.mine.fraction) })];
+      r.refs.forEach(function (c) {
+        cells.push(el("td", { text: c ? formatNumber(c.value / r.scale[1]) : "—" }));
+        cells.push(el("td", { text: c ? pct(c.fraction) : "—" }));
+        cells.push(el("td", { text: c && c.ratio !== null ? formatNumber(c.ratio) + "x" : "—" }));
+      });
+      return el("tr", {}, cells);
+    });
+    var caption = "Your " + device + " (" + bundle.provenance.device_type + ", " +
+      String(bundle.provenance.created_utc || "").slice(0, 10) + ") beside " +
+      (data.references.length ? data.references.length + " reference bundle(s)" : "no reference bundle yet");
+    var table = el("table", { "data-gl-compare-result": "" }, [
+      el("caption", { text: caption }), el("thead", {}, [el("tr", {}, head)]), el("tbody", {}, body)
+    ]);
+    /* Material's wrappers for wide tables: they scroll sideways instead of overflowing. */
+    box.replaceChildren(el("div", { class: "md-typeset__scrollwrap" }, [
+      el("div", { class: "md-typeset__table" }, [table])
+    ]));
+  }
+
+  /* --- charts: one horizontal bar chart per figure; replaceable as a unit ---------------- */
+
+  function drawCharts(box, rows, bundle, data) {
+    var figures = rows.filter(function (r) { return r.refs.some(Boolean); }).map(function (r) {
+      var bars = [{ label: "yours: " + bundle.provenance.device_name, value: r.mine.value, mine: true }];
+      r.refs.forEach(function (c, i) {
+        if (c) { bars.push({ label: "[" + (i + 1) + "] " + data.references[i].device, value: c.value, mine: false }); }
+      });
+      return barChart(r, bars);
+    });
+    if (!figures.length) {
+      box.replaceChildren(el("p", { text: "No reference bundle has these figures yet, so there is nothing to chart." }));
+      return;
+    }
+    box.replaceChildren.apply(box, figures);
+  }
+
+  function barChart(row, bars) {
+    var width = 640, barH = 26, gap = 8, left = 8, top = 8, labelW = 300;
+    var height = top * 2 + bars.length * (barH + gap);
+    var values = bars.map(function (b) { return b.value; });
+    var max = Math.max.apply(null, values), min = Math.min.apply(null, values.filter(function (v) { return v > 0; }));
+    var log = min > 0 && max / min > 100;
+    var span = width - left - labelW - 90;
+    function length(v) {
+      if (v <= 0) { return 0; }
+      if (!log) { return span * v / max; }
+      var lo = Math.log10(min) - 1, hi = Math.log10(max);
+      return span * (Math.log10(v) - lo) / (hi - lo);
+    }
+    var summary = row.label + " in " + row.scale[0] + (log ? " (log scale)" : "") + ": " + bars.map(function (b) {
+      return b.label + " " + formatNumber(b.value / row.scale[1]);
+    }).join("; ");
+    var chart = svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": summary });
+    chart.appendChild(svg("title", {}, summary));
+    bars.forEach(function (b, i) {
+      var y = top + i * (barH + gap);
+      chart.appendChild(svg("text", { x: left, y: y + barH * 0.68, fill: "currentColor", "font-size": "13",
+        "font-weight": b.mine ? "700" : "400" }, b.label.length > 40 ? b.label.slice(0, 39) + "…" : b.label));
+      chart.appendChild(svg("rect", { x: left + labelW, y: y, width: Math.max(length(b.value), 1), height: barH,
+        fill: b.mine ? "var(--gl-chart-1, #e65100)" : "var(--gl-chart-0, #1e88e5)", "data-bar": b.mine ? "mine" : "reference" }));
+      chart.appendChild(svg("text", { x: left + labelW + Math.max(length(b.value), 1) + 6, y: y + barH * 0.68,
+        fill: "currentColor", "font-size": "13" }, formatNumber(b.value / row.scale[1]) + " " + row.scale[0]));
+    });
+    return el("figure", { class: "gl-chart gl-compare-figure" }, [chart,
+      el("figcaption", { text: row.label + " (" + row.scale[0] + (log ? ", log scale" : "") + ")" })]);
+  }
+
+  /* --- wiring -------------------------------------------------------------------------- */
+
+  function start() {
+    var root = document.querySelector("[data-gl-compare]");
+    var source = document.getElementById("gl-compare-data");
+    if (!root || !source) { return; }
+    var data = JSON.parse(source.textContent);
+    var input = root.querySelector("input[type=file]");
+    var status = root.querySelector(".gl-compare-status");
+    var tableBox = root.querySelector(".gl-compare-table");
+    var chartBox = root.querySelector(".gl-compare-chart");
+    input.addEventListener("change", function () {
+      var file = input.files && input.files[0];
+      if (!file) { return; }
+      file.text().then(function (text) {
+        var bundle;
+        try {
+          try { bundle = JSON.parse(text); } catch (e) { fail(file.name, "not JSON (" + e.message + ")"); }
+          checkBundle(bundle, data);
+        } catch (error) {
+          root.dataset.state = "refused";
+          status.textContent = "Refused " + file.name + ": " + error.message;
+          tableBox.replaceChildren();
+          chartBox.replaceChildren();
+          return;
+        }
+        var rows = buildRows(bundle, data);
+        drawTable(tableBox, rows, bundle, data);
+        drawCharts(chartBox, rows, bundle, data);
+        root.dataset.state = "shown";
+        status.textContent = "Showing " + file.name + ": " + bundle.provenance.device_name + ", " +
+          rows.length + " headline figures. Nothing was uploaded.";
+      });
+    });
+    root.dataset.ready = "1";
+  }
+
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", start); } else { start(); }
+})();

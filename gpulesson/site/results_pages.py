@@ -1,0 +1,135 @@
+"""The site's loader for ``results/``: the pages "Results across GPUs" and "Compare your machine".
+
+The library never reads the repository's folders; this module does, for the site only.
+It loads every bundle under ``results/reference/`` (made by the project's GPU runners) and
+``results/community/`` (sent by readers), each validated (a bad bundle fails the strict
+build, naming the file and field), and renders:
+
+* :func:`results_markdown`: which bundles exist (reference and community apart, with the
+  software that made them), the headline figures side by side, then every figure, each
+  with its fraction of the device's datasheet peak; and a plain notice while no GPU bundle
+  exists;
+* :func:`compare_html`: the file picker, the places the table and chart appear, and the
+  reference figures as JSON for ``docs/javascripts/compare.js``, which does the rest in the
+  reader's browser (nothing is uploaded).
+
+Fixture bundles (``tests/fixtures/bundles/``) are never read here: the tests pass their
+folder explicitly.
+
+>>> load_results(Path("/no/such/folder"))
+()
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpulesson.results import datasheets
+from gpulesson.results.bundle import FLOPS_TOLERANCE, SCHEMA_VERSION, UNITS
+from gpulesson.results.compare import Sourced, across, load_dir
+from gpulesson.results.render import (
+    across_to_markdown,
+    browser_data,
+    bundles_markdown,
+    display_scales,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RESULTS_DIR = REPO_ROOT / "results"
+
+
+def load_results(root: Path = RESULTS_DIR) -> tuple[Sourced, ...]:
+    """Reference bundles, then community bundles, each oldest first."""
+    return load_dir(root / "reference", "reference") + load_dir(root / "community", "community")
+
+
+def _notice(bundles: tuple[Sourced, ...]) -> str:
+    gpus = [b for b in bundles if b.bundle.provenance.device_type in ("cuda", "mps")]
+    if not bundles:
+        return (
+            '!!! note "No result bundles yet"\n'
+            "    No bundle has been committed under `results/` yet, so there is nothing to "
+            "show here. Make one with `gpulesson measure --out mine.json` and see "
+            "[Compare your machine](compare.md) for how to send it."
+        )
+    if not gpus:
+        return (
+            '!!! warning "No GPU bundle yet"\n'
+            "    Every bundle below was measured on a CPU: the project's GPU runners have "
+            "not published a bundle yet. These are CPU figures, not GPU figures."
+        )
+    return ""
+
+
+def results_markdown(root: Path = RESULTS_DIR) -> str:
+    """The results page's body, from every bundle under ``root``."""
+    bundles = load_results(root)
+    parts = [_notice(bundles)] if _notice(bundles) else []
+    if not bundles:
+        return "\n\n".join(parts)
+    reference = sum(1 for b in bundles if b.source == "reference")
+    parts += [
+        f"{len(bundles)} bundle(s): {reference} reference, {len(bundles) - reference} "
+        "community. Columns [1], [2], ... in the tables below are these bundles.",
+        bundles_markdown(bundles),
+        "### Headline figures",
+        across_to_markdown(across(bundles, headline_only=True)),
+        "### Every figure",
+        across_to_markdown(across(bundles, headline_only=False)),
+    ]
+    return "\n\n".join(parts)
+
+
+def compare_data(root: Path = RESULTS_DIR) -> dict:
+    """Everything compare.js needs: reference bundles, datasheet peaks, checks, display units."""
+    bundles = load_dir(root / "reference", "reference")
+    data = browser_data(bundles, datasheets.all_rows())
+    data["schema_version"] = SCHEMA_VERSION
+    data["flops_tolerance"] = FLOPS_TOLERANCE
+    data["display_scales"] = display_scales()
+    data["units"] = {unit: True for unit in UNITS}
+    return data
+
+
+def compare_html(root: Path = RESULTS_DIR) -> str:
+    """The compare page's interactive part; works with JavaScript only, says so without it."""
+    payload = json.dumps(compare_data(root), separators=(",", ":")).replace("</", "<\\/")
+    return "\n".join(
+        [
+            '<div class="gl-compare" data-gl-compare>',
+            '<p><label for="gl-compare-file"><strong>Your bundle</strong> '
+            "(the JSON file <code>gpulesson measure --out mine.json</code> wrote):</label> "
+            '<input type="file" id="gl-compare-file" accept=".json,application/json"></p>',
+            '<p class="gl-compare-status" role="status" aria-live="polite">'
+            "No file chosen yet. The file is read by this page in your browser; "
+            "nothing is uploaded.</p>",
+            '<div class="gl-compare-table"></div>',
+            '<div class="gl-compare-chart"></div>',
+            "<noscript><p>This comparison runs in your browser and needs JavaScript. "
+            "Without it, run <code>gpulesson compare mine.json</code> in a clone of the "
+            "repository: it prints the same table.</p></noscript>",
+            "</div>",
+            f'<script type="application/json" id="gl-compare-data">{payload}</script>',
+        ]
+    )
+
+
+def references_markdown(root: Path = RESULTS_DIR) -> str:
+    """The reference bundles the page compares against, or a notice when there are none."""
+    bundles = load_dir(root / "reference", "reference")
+    if not bundles:
+        return (
+            '!!! note "No reference bundles yet"\n'
+            "    There is nothing to compare against yet: the table will show your own "
+            "figures only."
+        )
+    lines = [bundles_markdown(bundles)]
+    if not any(b.bundle.provenance.device_type in ("cuda", "mps") for b in bundles):
+        lines.insert(
+            0,
+            '!!! warning "No GPU reference bundle yet"\n'
+            "    The only reference bundles are CPU bundles: the project's GPU runners have "
+            "not published one yet.",
+        )
+    return "\n\n".join(lines)
