@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
 WORKFLOW_DIR = REPO / ".github" / "workflows"
 WORKFLOWS = sorted([*WORKFLOW_DIR.glob("*.yml"), *WORKFLOW_DIR.glob("*.yaml")])
 REPOSITORY = "gpulesson/gpulesson"
@@ -257,6 +258,28 @@ def test_ci_runs_the_readme_test_command():
     ci = load((WORKFLOW_DIR / "ci.yml").read_text(encoding="utf-8"))
     runs = [step.get("run", "").strip() for _, step in _steps(ci)]
     assert match.group(1).strip() in runs
+
+
+FAST_LOOP = 'pytest -m "not browser and not site and not notebooks"'
+
+
+def test_ci_runs_the_fast_tests_with_the_cuda_build_of_torch_on_a_gpu_less_runner():
+    """The README's install, torch straight from PyPI, so stderr checks meet the CUDA build."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"\*\*Run the full test suite\*\*.*?```bash\n(.+?)\n```", readme, re.S)
+    assert match, "README.md lost its 'Run the full test suite' command"
+    install = match.group(1).strip().removesuffix("&& pytest").strip()
+    ci = load((WORKFLOW_DIR / "ci.yml").read_text(encoding="utf-8"))
+    job = ci["jobs"]["cuda-wheel"]
+    assert not is_self_hosted(job["runs-on"]), "the CUDA-wheel job runs where there is no GPU"
+    assert job.get("env", {}).get("CUDA_HOME"), "name a CUDA toolkit, so torch warns as it can"
+    runs = [step.get("run", "") for step in job["steps"]]
+    assert install in [run.strip() for run in runs], f"the job must install with: {install}"
+    assert not any("index-url" in run or "TORCH_INDEX_URL" in run or "+cpu" in run for run in runs)
+    assert any("torch.version.cuda" in run for run in runs), "check that torch is the CUDA build"
+    assert any(FAST_LOOP in run for run in runs)
+    contributing = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert FAST_LOOP in contributing, "CONTRIBUTING.md names the fast loop CI runs"
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)

@@ -1,23 +1,27 @@
 """The ``gpulesson`` command line: one subcommand per module.
 
 Each subcommand lives in ``gpulesson/cli/<name>.py`` with a ``register``
-function. Bad input exits 2 with one line on stderr naming the problem and
-the fix: argparse errors through ``_Parser.error``, and any ``ValueError``
-raised by the API through ``main``. Output is plain text unless ``--json``.
+function, and imports its heavy parts (torch) only when it runs: building the
+parser, ``--help`` and a bad argument never import torch. Bad input exits 2
+with one line on stderr naming the problem and the fix: argparse errors through
+``_Parser.error``, and any ``ValueError`` raised by the API through ``main``.
+Output that cannot be written (a full disk) is one line on stderr and exit 1.
+Output is plain text unless ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 
 from gpulesson import __version__
-from gpulesson.cli import bench as cli_bench
-from gpulesson.cli import budget as cli_budget
-from gpulesson.cli import diagnose as cli_diagnose
-from gpulesson.cli import probe as cli_probe
+
+#: Exit status when the output cannot be written (as ``cat`` on a full disk).
+OUTPUT_ERROR_STATUS = 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,7 +32,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser; the CLI reference page is generated from it."""
+    """The full parser; the CLI reference page is generated from it.
+
+    >>> build_parser().parse_args(["probe", "--json"]).json
+    True
+    """
+    # Each module is cheap to import: it registers options and leaves torch for `run`.
+    from gpulesson.cli import bench, budget, diagnose, probe
+
     parser = _Parser(
         prog="gpulesson",
         description="Tools from the GPU course: probe this machine, time matmuls, "
@@ -37,30 +48,101 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpulesson {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    cli_probe.register(commands)
-    cli_bench.register(commands)
-    cli_diagnose.register(commands)
-    cli_budget.register(commands)
+    for module in (probe, bench, diagnose, budget):
+        module.register(commands)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gpulesson`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse; an unknown option is reported by its subcommand, which names its own --help."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        subparsers.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+class OutputError(OSError):
+    """Writing the command's output failed (a full disk, an unwritable file)."""
+
+
+@contextlib.contextmanager
+def _output_errors() -> Iterator[None]:
+    """Turn an OSError from writing stdout into OutputError; a closed pipe stays as it is."""
     try:
-        return int(args.func(args))
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc.errno, exc.strerror) from exc
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs: a failed write raises :class:`OutputError`.
+
+    So ``main`` can tell "cannot write the output" from an OSError a command met while
+    reading its input. Everything but ``write`` and ``flush`` goes to the real stream.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with _output_errors():
+            return self._stream.write(text)
+
+    def flush(self) -> None:
+        with _output_errors():
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _discard_output(stream: TextIO) -> None:
+    """Point stdout's file at /dev/null, so the flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):  # not a real file (tests capture it)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpulesson`` console script; returns the exit status.
+
+    >>> main(["budget", "--params", "1e9", "--preset", "fp32", "--json"])  # doctest: +ELLIPSIS
+    {...
+    0
+    """
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
+    command = "gpulesson"
+    try:
+        parser = build_parser()
+        try:
+            args = _parse(parser, argv)
+        except SystemExit:  # --help, --version or a usage error: argparse has written it
+            sys.stdout.flush()
+            raise
+        command = f"gpulesson {args.command}"
+        status = int(args.func(args))
+        sys.stdout.flush()
+        return status
     except ValueError as exc:
-        print(f"gpulesson {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"gpulesson {args.command}: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (`gpulesson probe | head`): stop quietly, as cat does.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_output(stdout)
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    except OutputError as exc:
+        _discard_output(stdout)
+        print(
+            f"{command}: error: cannot write the output ({exc.strerror}): "
+            "send it to a file or pipe that can take it",
+            file=sys.stderr,
+        )
+        return OUTPUT_ERROR_STATUS
+    finally:
+        sys.stdout = stdout
