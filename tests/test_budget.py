@@ -279,6 +279,15 @@ def test_params_and_shape_that_disagree_get_a_note():
     assert not any("prices the activations" in n for n in agree.notes)
 
 
+def test_gradients_alive_in_the_backward_pass_never_exceed_all_gradients():
+    shape = TransformerShape(vocab=32000, seq=512, hidden=4096, heads=32, layers=32, batch=1)
+    for params in (1.5e9, shape.parameters(), 70e9):  # below, equal to, above the shape's count
+        b = estimate(params, shape=shape, preset="bf16")
+        grads = [p.alive_bytes.get("gradients", 0) for p in b.phases]
+        assert max(grads) <= b.gradients_bytes, params
+        assert grads[-1] == b.gradients_bytes  # all of them by the optimizer step
+
+
 def test_capacity_table_matches_the_sources():
     rows = capacity.capacity()
     assert [r.card_bytes for r in rows] == [c * GB for c in (8, 12, 16, 24, 80)]

@@ -427,19 +427,23 @@
     return when.every(function (c) { return conditions[c] === true; });
   }
 
+  function monomialsBytes(option, sizes, conditions) {
+    var total = 0;
+    option.forEach(function (m) {
+      if (!holds(m.when, conditions)) { return; }
+      var v = m.coefficient;
+      m.sizes.forEach(function (name) { v *= sizes[name]; });
+      total += v;
+    });
+    return total;
+  }
+
   function evaluateTerms(data, sizes, conditions) {
     var values = {};
     data.terms.forEach(function (term) {
       var best = 0;
       term.options.forEach(function (option) {
-        var total = 0;
-        option.forEach(function (m) {
-          if (!holds(m.when, conditions)) { return; }
-          var v = m.coefficient;
-          m.sizes.forEach(function (name) { v *= sizes[name]; });
-          total += v;
-        });
-        best = Math.max(best, total);
+        best = Math.max(best, monomialsBytes(option, sizes, conditions));
       });
       if (term.scale !== null && best) { best = sizes[term.scale] * best; }
       values[term.name] = best;
@@ -499,9 +503,10 @@
       batch: x.batch, seq: x.sequence, hidden: x.hidden, heads: x.heads, kv_hidden: x.hidden,
       vocab: x.vocab, layers: x.layers, dtype: r.compute_bytes, slice_tokens: x.batch * x.sequence,
       gradient_bytes: gradients, trainable: trainable,
-      grad_per_param: params ? gradients / params : 0,
       state_value_bytes: stateBytes / Math.max(states, 1)
     };
+    /* the gradients spread over the shape's own parameter count */
+    sizes.grad_per_param = gradients / Math.trunc(monomialsBytes(data.model_parameters.options[0], sizes, {}));
     var conditions = {};
     [x.attention, x.checkpointing === "full" ? "checkpointing" : "no_checkpointing", "standard_loss",
       "single_micro_batch", "per_tensor", states > 0 ? "has_state" : "no_state",

@@ -307,7 +307,6 @@ def step_sizes(
     shape: TransformerShape,
     *,
     compute_dtype: str,
-    n_params: int = 0,
     trainable: int = 0,
     gradients_bytes: float = 0.0,
     state_value_bytes: float = 0.0,
@@ -315,8 +314,13 @@ def step_sizes(
 ) -> dict[str, float]:
     """The sizes the term tables name, for one micro-batch of ``shape``.
 
-    >>> s = step_sizes(TransformerShape(64, 8, 16, 2, 1, 2), compute_dtype="fp32", n_params=10,
-    ...                trainable=10, gradients_bytes=40.0, loss_chunks=3)
+    ``grad_per_param`` spreads the gradients term over the shape's parameters,
+    so the gradients present during the backward pass grow to exactly the
+    gradients term by its end, whatever parameter count priced it.
+
+    >>> shape = TransformerShape(64, 8, 16, 2, 1, 2)  # 4,464 parameters
+    >>> s = step_sizes(shape, compute_dtype="fp32", trainable=4464, gradients_bytes=4 * 4464.0,
+    ...                loss_chunks=3)
     >>> s["dtype"], s["slice_tokens"], s["grad_per_param"]
     (4.0, 6, 4.0)
     """
@@ -333,8 +337,8 @@ def step_sizes(
         "slice_tokens": slice_tokens(tokens, loss_chunks) if loss_chunks else tokens,
         "gradient_bytes": gradients_bytes,
         "trainable": trainable,
-        # gradient bytes per parameter, after LoRA and ZeRO
-        "grad_per_param": gradients_bytes / n_params if n_params else 0.0,
+        # gradient bytes per parameter of the shape, after LoRA and ZeRO
+        "grad_per_param": gradients_bytes / shape.parameters(),
         "state_value_bytes": state_value_bytes,
     }
 
@@ -441,7 +445,7 @@ def training_phases(
     """Forward, backward and optimizer step of a training step: each phase at its largest point.
 
     >>> shape = TransformerShape(64, 8, 16, 2, 1, 1)
-    >>> sizes = step_sizes(shape, compute_dtype="fp32", n_params=4464, trainable=4464,
+    >>> sizes = step_sizes(shape, compute_dtype="fp32", trainable=4464,
     ...                    gradients_bytes=4 * 4464.0, state_value_bytes=4.0)
     >>> phases = training_phases(sizes, step_conditions(), {"weights": 17856})
     >>> [p.name for p in phases]
@@ -595,7 +599,6 @@ def estimate(
         sizes = step_sizes(
             shape,
             compute_dtype=recipe.compute_dtype,
-            n_params=n_params,
             trainable=trainable,
             gradients_bytes=ledger.gradients_bytes,
             state_value_bytes=recipe.bytes_per_param()["optimizer"]

@@ -119,24 +119,23 @@ class TransformerShape:
         """Width of the keys (and of the values): kv_heads x head_dim."""
         return self.kv_head_count * self.head_dim
 
-    def block_parameters(self) -> int:
-        """One block's parameters: 12C^2 + 13C with one key/value head per head.
-
-        Two LayerNorms (4C), the Q, K, V projection (C^2 + 2C x kv_hidden weights
-        and C + 2 kv_hidden biases), the output projection (C^2 + C) and the MLP
-        (8C^2 + 5C).
-
-        >>> TransformerShape(64, 8, 16, 2, 1).block_parameters() == 12 * 16**2 + 13 * 16
-        True
-        """
-        c, kv = self.hidden, self.kv_hidden
-        return 10 * c * c + 11 * c + 2 * c * kv + 2 * kv
-
     def parameters(self) -> int:
-        """GPT-2's parameter count: embeddings, the blocks, a final LayerNorm.
+        """GPT-2's parameter count (:data:`gpulesson.memory.terms.MODEL_PARAMETERS`).
+
+        Embeddings, per block 12C^2 + 13C with one key/value head per head
+        (fewer with grouped-query attention), a final LayerNorm; the head is
+        tied to the token embedding.
 
         >>> TransformerShape(50257, 1024, 768, 12, 12).parameters()
         124439808
         """
-        c = self.hidden
-        return self.vocab * c + self.seq * c + self.layers * self.block_parameters() + 2 * c
+        from gpulesson.memory.terms import count_parameters
+
+        sizes = {
+            "vocab": self.vocab,
+            "seq": self.seq,
+            "hidden": self.hidden,
+            "kv_hidden": self.kv_hidden,
+            "layers": self.layers,
+        }
+        return count_parameters(sizes)

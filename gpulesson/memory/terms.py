@@ -13,13 +13,14 @@ The estimate evaluates these tables in Python (:func:`evaluate_terms`,
 :func:`phase_peaks`); the VRAM planner in the browser evaluates the same tables
 from ``planner.json`` (:func:`tables_data`), so the formula lives here only.
 
-The sizes a table may name (all built by ``gpulesson.memory.budget``):
+The sizes a table may name (all built by ``gpulesson.memory.budget``; the
+parameter count of the shape itself is the table :data:`MODEL_PARAMETERS`):
 ``batch``, ``seq``, ``hidden``, ``heads``, ``kv_hidden`` (key/value width),
 ``vocab``, ``layers``, ``dtype`` (bytes per activation value), ``slice_tokens``
 (tokens per slice of a chunked loss), ``gradient_bytes`` (the gradients term),
 ``trainable`` (trainable parameters), and two scales: ``grad_per_param``
-(gradient bytes per parameter) and ``state_value_bytes`` (bytes per
-optimizer-state value).
+(the gradients term spread over the shape's parameters: ``gradient_bytes /
+model_parameters``) and ``state_value_bytes`` (bytes per optimizer-state value).
 
 Why these terms (fitted to ``gpulesson.memory.gpt2`` run by PyTorch, checked by
 ``tests/benchmarks/bench_budget_accuracy.py``): per block without checkpointing
@@ -126,6 +127,27 @@ _BLOCK_FULL = (
     _m(4, "batch", "heads", "seq", when=("sdpa",)),  # SDPA's fp32 log-sum-exp
 )
 _SCORES = _m(2, "dtype", "batch", "heads", "seq", "seq", when=("eager",))  # scores and gradient
+
+# GPT-2's parameters, counted from the shape (a count, not bytes): the token and
+# position embeddings, per block two LayerNorms (4C), the Q, K, V projection
+# (C^2 + 2C x kv_hidden weights, C + 2 kv_hidden biases), the output projection
+# (C^2 + C) and the MLP (8C^2 + 5C), and the final LayerNorm (2C); the head is
+# tied to the token embedding. With one key/value head per head: 12C^2 + 13C a block.
+MODEL_PARAMETERS = Term(
+    name="model_parameters",
+    meaning="the parameters of the shape (a count)",
+    options=(
+        (
+            _m(1, "vocab", "hidden"),
+            _m(1, "seq", "hidden"),
+            _m(10, "layers", "hidden", "hidden"),
+            _m(11, "layers", "hidden"),
+            _m(2, "layers", "hidden", "kv_hidden"),
+            _m(2, "layers", "kv_hidden"),
+            _m(2, "hidden"),
+        ),
+    ),
+)
 
 TERMS: tuple[Term, ...] = (
     # --- activations: what the forward pass keeps for the backward pass
@@ -402,6 +424,25 @@ def _monomial_bytes(m: Monomial, sizes: dict[str, float]) -> float:
     return value
 
 
+def count_parameters(sizes: dict[str, float]) -> int:
+    """The shape's parameter count, :data:`MODEL_PARAMETERS` evaluated for ``sizes``.
+
+    >>> count_parameters({"vocab": 64, "seq": 8, "hidden": 16, "kv_hidden": 16, "layers": 1})
+    4464
+    """
+    return int(_option_bytes(MODEL_PARAMETERS.options[0], sizes, set()))
+
+
+def _option_bytes(
+    option: tuple[Monomial, ...], sizes: dict[str, float], conditions: set[str]
+) -> float:
+    total = 0.0
+    for m in option:
+        if conditions.issuperset(m.when):
+            total += _monomial_bytes(m, sizes)
+    return total
+
+
 def evaluate_terms(
     sizes: dict[str, float], conditions: set[str], only: tuple[str, ...] | None = None
 ) -> dict[str, float]:
@@ -417,11 +458,7 @@ def evaluate_terms(
             continue
         best = 0.0
         for option in term.options:
-            total = 0.0
-            for m in option:
-                if conditions.issuperset(m.when):
-                    total += _monomial_bytes(m, sizes)
-            best = max(best, total)
+            best = max(best, _option_bytes(option, sizes, conditions))
         if term.scale is not None and best:
             best = sizes[term.scale] * best
         values[term.name] = best
@@ -530,16 +567,17 @@ def tables_data() -> dict[str, Any]:
             "alive": [[line, [asdict(u) for u in uses]] for line, uses in p.alive],
         }
 
+    def term(t: Term) -> dict[str, Any]:
+        return {
+            "name": t.name,
+            "meaning": t.meaning,
+            "scale": t.scale,
+            "options": [[monomial(m) for m in option] for option in t.options],
+        }
+
     return {
-        "terms": [
-            {
-                "name": t.name,
-                "meaning": t.meaning,
-                "scale": t.scale,
-                "options": [[monomial(m) for m in option] for option in t.options],
-            }
-            for t in TERMS
-        ],
+        "model_parameters": term(MODEL_PARAMETERS),
+        "terms": [term(t) for t in TERMS],
         "saved_activations": [asdict(u) for u in SAVED_ACTIVATIONS],
         "points": {
             "training": [point(p) for p in TRAINING_POINTS],

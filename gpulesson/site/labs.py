@@ -583,7 +583,8 @@ def timing_lab_for_this_build() -> str:
 def planner_cases() -> tuple[PlannerInputs, ...]:
     """The cases the planner's static table shows: the sources' three 7B recipes and levers.
 
-    Shaped like a 7B model (vocabulary 32,000, hidden 4,096, 32 heads, 32 layers).
+    Shaped like a 7B model (vocabulary 32,000, hidden 4,096, 32 heads, 32 layers);
+    the 1.5B case like GPT-2 XL (vocabulary 50,257, hidden 1,600, 25 heads, 48 layers).
 
     >>> [c.recipe for c in planner_cases()][:4]
     ['amp', 'bf16', 'fp16-fp32-grads', 'mixed-fp32-master']
@@ -596,5 +597,14 @@ def planner_cases() -> tuple[PlannerInputs, ...]:
         PlannerInputs(params=7e9, recipe="bf16", batch=8, sequence=2048),
         PlannerInputs(params=7e9, recipe="bf16", batch=8, sequence=2048, checkpointing="full"),
         PlannerInputs(params=7e9, recipe="qlora", batch=1, sequence=2048),
-        PlannerInputs(params=1.5e9, recipe="fp16-fp32-grads", batch=1, sequence=512),
+        PlannerInputs(
+            params=1.5e9,
+            recipe="fp16-fp32-grads",
+            batch=1,
+            sequence=512,
+            vocab=50257,
+            hidden=1600,
+            heads=25,
+            layers=48,
+        ),
     )
