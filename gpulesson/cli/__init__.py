@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     True
     """
     # Each module is cheap to import: it registers options and leaves torch for `run`.
-    from gpulesson.cli import bench, budget, diagnose, probe
+    from gpulesson.cli import bench, budget, compare, diagnose, measure, probe
 
     parser = _Parser(
         prog="gpulesson",
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpulesson {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    for module in (probe, bench, diagnose, budget):
+    for module in (probe, bench, diagnose, budget, measure, compare):
         module.register(commands)
     return parser
 

@@ -5,7 +5,7 @@ and stdout gets a short summary of the headline figures; with ``--json`` the bun
 is printed on stdout instead (``gpulesson measure --json > mine.json``). With neither, the
 command refuses to start: a run of minutes whose bundle goes nowhere is a mistake.
 Progress goes to stderr, through rich, only when stderr is a terminal (``NO_COLOR`` is
-honoured by rich). ``--quick`` sizes every entry down: under a minute on a 2-core CPU.
+honoured by rich). ``--quick`` sizes every entry down (the design target: a minute on a 2-core CPU).
 ``--list`` shows the entries and whether each runs on this machine.
 
 Exit status: 0 when every entry that applies ran; 1 when one failed or the bundle did not
@@ -59,7 +59,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="smaller sizes and budgets: under a minute on a 2-core CPU",
+        help="smaller sizes and time budgets, for a slow machine or a first look",
     )
     parser.add_argument(
         "--device",
