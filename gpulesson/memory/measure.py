@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from gpulesson.memory import torch_tools
+from gpulesson.memory.budget import TransformerShape, estimate
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 
 OPTIMIZERS = ("sgd", "sgd-momentum", "adamw")
@@ -52,7 +53,7 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MeasuredStep:
     """The measured memory of one steady-state training step.
 
@@ -284,7 +285,7 @@ def measure_gpt2(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AccuracyCase:
     """One GPT-2 training step to estimate and measure.
 
@@ -308,7 +309,7 @@ class AccuracyCase:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AccuracyRow:
     """The estimate and the measurement of one case; ``error`` is relative to the measurement."""
 
@@ -331,8 +332,6 @@ TARGET_MEDIAN_ERROR = 0.05
 
 def estimate_case(case: AccuracyCase, foreach: bool = False) -> Any:
     """The budget ``gpulesson.memory.budget.estimate`` gives for a case."""
-    from gpulesson.memory.budget import TransformerShape, estimate
-
     c = case.config
     shape = TransformerShape(
         vocab=c.vocab_size,
@@ -363,29 +362,55 @@ def run_accuracy(cases: list[AccuracyCase], mode: str = "auto") -> tuple[Accurac
         )
         # CUDA's optimizers default to the multi-tensor (foreach) path.
         budget = estimate_case(case, foreach=measured.reserved_bytes is not None)
-        rows.append(AccuracyRow(case, budget.total_bytes, budget.peak_phase, measured))
+        rows.append(
+            AccuracyRow(
+                case=case,
+                estimate_bytes=budget.total_bytes,
+                estimate_phase=budget.peak_phase,
+                measured=measured,
+            )
+        )
     return tuple(rows)
 
 
+def _config(shape: TransformerShape, **options: Any) -> GPT2Config:
+    return GPT2Config(
+        vocab_size=shape.vocab,
+        seq_len=shape.seq,
+        hidden=shape.hidden,
+        heads=shape.heads,
+        layers=shape.layers,
+        **options,
+    )
+
+
 def grid(
-    shapes: list[tuple[int, int, int, int, int, int]],
+    shapes: list[TransformerShape],
     dtypes: tuple[str, ...] = ("fp32", "bf16"),
     optimizers: tuple[str, ...] = ("sgd", "adamw"),
     tuned: bool = True,
 ) -> list[AccuracyCase]:
-    """Cases for each shape (vocab, seq, hidden, heads, layers, batch).
+    """Cases for each shape (its micro-batch included).
 
     Each shape runs with eager and SDPA attention, with and without
     checkpointing, in each dtype, with each optimizer.
     """
     cases = []
-    for vocab, seq, hidden, heads, layers, batch in shapes:
+    for shape in shapes:
         for attention in ("eager", "sdpa"):
             for ckpt in (False, True):
-                config = GPT2Config(vocab, seq, hidden, heads, layers, attention, ckpt)
+                config = _config(shape, attention=attention, checkpointing=ckpt)
                 for dtype in dtypes:
                     for optimizer in optimizers:
-                        cases.append(AccuracyCase(config, batch, dtype, optimizer, tuned))
+                        cases.append(
+                            AccuracyCase(
+                                config=config,
+                                batch=shape.batch,
+                                dtype=dtype,
+                                optimizer=optimizer,
+                                tuned=tuned,
+                            )
+                        )
     return cases
 
 
@@ -393,15 +418,31 @@ def build_cases() -> list[AccuracyCase]:
     """The small grid the lesson measures at build time (a few seconds on a CPU)."""
     cases = []
     for vocab, seq, batch in ((512, 64, 4), (256, 256, 2)):
+        shape = TransformerShape(vocab=vocab, seq=seq, hidden=64, heads=4, layers=2, batch=batch)
         for attention, ckpt, dtype, optimizer in (
             ("eager", False, "fp32", "adamw"),
             ("sdpa", False, "bf16", "sgd"),
             ("sdpa", True, "fp32", "adamw"),
             ("eager", True, "bf16", "sgd"),
         ):
-            config = GPT2Config(vocab, seq, 64, 4, 2, attention, ckpt)
-            cases.append(AccuracyCase(config, batch, dtype, optimizer))
+            config = _config(shape, attention=attention, checkpointing=ckpt)
+            cases.append(AccuracyCase(config=config, batch=batch, dtype=dtype, optimizer=optimizer))
     return cases
+
+
+def _chunked_case(
+    shape: TransformerShape,
+    *,
+    attention: str,
+    checkpointing: bool,
+    dtype: str,
+    optimizer: str,
+    chunks: int,
+) -> AccuracyCase:
+    config = _config(
+        shape, attention=attention, checkpointing=checkpointing, loss="chunked", loss_chunks=chunks
+    )
+    return AccuracyCase(config=config, batch=shape.batch, dtype=dtype, optimizer=optimizer)
 
 
 def chunked_loss_cases() -> list[AccuracyCase]:
@@ -410,42 +451,66 @@ def chunked_loss_cases() -> list[AccuracyCase]:
     Small and large vocabularies (where the loss, or the tied head's gradient,
     sets the peak), both attentions, with and without checkpointing.
     """
-    cases = []
-    for (vocab, seq, hidden, heads, layers, batch), attention, ckpt, dtype, optimizer, chunks in (
-        ((8192, 256, 128, 4, 2, 4), "sdpa", False, "fp32", "adamw", 8),
-        ((8192, 256, 128, 4, 2, 4), "eager", True, "fp32", "sgd", 4),
-        ((50257, 128, 128, 4, 2, 2), "sdpa", False, "fp32", "adamw", 8),
-        ((50257, 128, 128, 4, 2, 2), "sdpa", True, "bf16", "adamw", 16),
-        ((2048, 128, 192, 6, 3, 3), "eager", False, "bf16", "adamw", 3),
-    ):
-        config = GPT2Config(
-            vocab_size=vocab,
-            seq_len=seq,
-            hidden=hidden,
-            heads=heads,
-            layers=layers,
-            attention=attention,
-            checkpointing=ckpt,
-            loss="chunked",
-            loss_chunks=chunks,
-        )
-        cases.append(AccuracyCase(config=config, batch=batch, dtype=dtype, optimizer=optimizer))
-    return cases
+    small_vocab = TransformerShape(vocab=8192, seq=256, hidden=128, heads=4, layers=2, batch=4)
+    gpt2_vocab = TransformerShape(vocab=50257, seq=128, hidden=128, heads=4, layers=2, batch=2)
+    deeper = TransformerShape(vocab=2048, seq=128, hidden=192, heads=6, layers=3, batch=3)
+    return [
+        _chunked_case(
+            small_vocab,
+            attention="sdpa",
+            checkpointing=False,
+            dtype="fp32",
+            optimizer="adamw",
+            chunks=8,
+        ),
+        _chunked_case(
+            small_vocab,
+            attention="eager",
+            checkpointing=True,
+            dtype="fp32",
+            optimizer="sgd",
+            chunks=4,
+        ),
+        _chunked_case(
+            gpt2_vocab,
+            attention="sdpa",
+            checkpointing=False,
+            dtype="fp32",
+            optimizer="adamw",
+            chunks=8,
+        ),
+        _chunked_case(
+            gpt2_vocab,
+            attention="sdpa",
+            checkpointing=True,
+            dtype="bf16",
+            optimizer="adamw",
+            chunks=16,
+        ),
+        _chunked_case(
+            deeper,
+            attention="eager",
+            checkpointing=False,
+            dtype="bf16",
+            optimizer="adamw",
+            chunks=3,
+        ),
+    ]
 
 
-# Shapes (vocab, seq, hidden, heads, layers, batch) the terms were fitted on,
-# and shapes they were not: other widths, depths, sequence lengths and batches.
+# Shapes (with their micro-batch) the terms were fitted on, and shapes they
+# were not: other widths, depths, sequence lengths and batches.
 TUNED_SHAPES = [
-    (512, 64, 64, 4, 2, 4),
-    (256, 256, 64, 4, 2, 2),
-    (50257, 128, 128, 4, 2, 2),
-    (1024, 512, 128, 4, 2, 2),
+    TransformerShape(vocab=512, seq=64, hidden=64, heads=4, layers=2, batch=4),
+    TransformerShape(vocab=256, seq=256, hidden=64, heads=4, layers=2, batch=2),
+    TransformerShape(vocab=50257, seq=128, hidden=128, heads=4, layers=2, batch=2),
+    TransformerShape(vocab=1024, seq=512, hidden=128, heads=4, layers=2, batch=2),
 ]
 UNTUNED_SHAPES = [
-    (8192, 256, 256, 8, 4, 4),
-    (4096, 64, 512, 8, 4, 8),
-    (2048, 128, 192, 6, 6, 3),
-    (32000, 384, 256, 4, 3, 1),
+    TransformerShape(vocab=8192, seq=256, hidden=256, heads=8, layers=4, batch=4),
+    TransformerShape(vocab=4096, seq=64, hidden=512, heads=8, layers=4, batch=8),
+    TransformerShape(vocab=2048, seq=128, hidden=192, heads=6, layers=6, batch=3),
+    TransformerShape(vocab=32000, seq=384, hidden=256, heads=4, layers=3, batch=1),
 ]
 
 

@@ -1,9 +1,10 @@
 """How close is gpulesson.memory.budget to a measured training step? Estimate vs measured peak.
 
 For a grid of small GPT-2 models (fp32 and bf16, eager and SDPA attention, with
-and without checkpointing, SGD and AdamW) it prints the estimate, the measured
-peak and the error of each, then the median and largest error against the
-target (every case within 10%, median at most 5%). Without CUDA it measures with
+and without checkpointing, SGD and AdamW), then for models trained with a
+chunked cross-entropy loss (``loss="chunked"``), it prints the estimate, the
+measured peak and the error of each, then the median and largest error against
+the target (every case within 10%, median at most 5%). Without CUDA it measures with
 FakeTensorMode and torch's MemTracker on the CPU; with CUDA, with
 torch.cuda.max_memory_allocated().
 
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         accuracy_summary,
         accuracy_to_markdown,
         build_cases,
+        chunked_loss_cases,
         grid,
         run_accuracy,
     )
@@ -38,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         sets = [
             ("shapes the estimator was tuned on", grid(TUNED_SHAPES)),
             ("shapes it was not tuned on", grid(UNTUNED_SHAPES, tuned=False)),
+            ("a chunked cross-entropy loss", chunked_loss_cases()),
         ]
     for title, cases in sets:
         rows = run_accuracy(cases, mode=args.mode)
