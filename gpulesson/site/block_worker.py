@@ -13,7 +13,8 @@ Requests (a dict with ``op``) and what the answer holds:
   next import reads the disk (``mkdocs serve`` rebuilds). Answer: where gpulesson
   is imported from, and any problem with markdown-exec's runner.
 * ``probe``: :func:`gpulesson.probe.probe`'s report and torch's thread counts.
-* ``run``: one block, run by markdown-exec's runner with the page's facts so far.
+* ``run``: one block, run by markdown-exec's runner with the page's facts so far and
+  the content folder the build configured (:func:`gpulesson.site.exec_cache.content_state`).
   Answer: ``status`` ``ok`` (``output``), ``error`` (it raised: markdown-exec's
   message) or ``exit`` (``sys.exit``, ``KeyboardInterrupt`` or another
   ``BaseException``: ``trace``); ``what`` in words; the facts it published; the
@@ -104,6 +105,7 @@ def _setup(request: dict[str, Any]) -> dict[str, Any]:
     sys.path[:] = request["sys_path"]
     for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
         del sys.modules[name]
+    _content[0] = None  # a fresh content module: nothing configured yet
     package = importlib.import_module(PACKAGE)
     api = importlib.import_module(f"{PACKAGE}.site.markdown_exec_api")
     try:
@@ -136,9 +138,25 @@ def _probe(capture: LogCapture) -> dict[str, Any]:
     return {"status": "ok", "report": report, "threads": threads, "records": records}
 
 
+_content: list[Any] = [None]  # the build's content state last configured here
+
+
+def _follow_content(state: Any) -> None:
+    """Configure gpulesson.site.content as the build process did (see exec_cache)."""
+    if state == _content[0]:
+        return
+    content = importlib.import_module(f"{PACKAGE}.site.content")
+    if state is None:
+        content.reset()
+    else:
+        content.configure(Path(state[0]))
+    _content[0] = state
+
+
 def _run(request: dict[str, Any], capture: LogCapture) -> dict[str, Any]:
     api = importlib.import_module(f"{PACKAGE}.site.markdown_exec_api").load()
     facts = importlib.import_module(f"{PACKAGE}.site.facts")
+    _follow_content(request.get("content"))
     for counted in request.get("counted", ()):
         api.code_block_id(*counted)
     block_id = request["id"] or "(no id)"

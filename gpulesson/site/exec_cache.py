@@ -566,6 +566,20 @@ def shared_runner() -> Any:
     return _shared_runner
 
 
+def content_state() -> tuple[str, int] | None:
+    """The content folder this process configured (:mod:`gpulesson.site.content`), or None.
+
+    Blocks read quizzes, glossary and labs through that module; the worker configures
+    the same folder, again whenever this process configures it anew (the second value
+    names the configured content, so a re-read of an edited quiz reaches the worker).
+    """
+    module = sys.modules.get("gpulesson.site.content")
+    configured = getattr(module, "_configured", None)  # content.configure() keeps it there
+    if not configured:
+        return None
+    return str(configured[0].docs_dir), id(configured[0])
+
+
 def validator(
     language: str,
     inputs: dict[str, str],
@@ -648,6 +662,7 @@ def cached_runner(
             "cwd": os.getcwd(),
             "columns": os.environ.get("COLUMNS"),
             "counted": list(settings.counted),
+            "content": content_state(),
         }
         settings.counted.clear()
         reply = runner.request(request, limit_s)
