@@ -37,7 +37,7 @@ def max_params(card_bytes: float, preset: str, headroom: bool = False) -> float:
     1.7
     """
     card = check_positive("card_bytes", card_bytes, "24 * 2**30")
-    per_param = sum(get_recipe(preset).bytes_per_param().values())
+    per_param = get_recipe(preset).total_bytes_per_param
     if headroom:
         card = card * (1 - ALLOCATOR_SLACK_FRACTION) - CUDA_CONTEXT_BYTES
     return max(card, 0.0) / per_param
@@ -101,7 +101,7 @@ def capacity(
                 CapacityEntry(
                     label=use.label,
                     preset=use.preset,
-                    bytes_per_param=sum(get_recipe(use.preset).bytes_per_param().values()),
+                    bytes_per_param=get_recipe(use.preset).total_bytes_per_param,
                     params=max_params(card, use.preset),
                     params_with_headroom=max_params(card, use.preset, headroom=True),
                 )

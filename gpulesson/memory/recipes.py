@@ -98,6 +98,15 @@ class Recipe:
         }
 
     @property
+    def total_bytes_per_param(self) -> float:
+        """Weights, gradients, optimizer state and master copy per parameter, together.
+
+        >>> PRESETS["amp"].total_bytes_per_param, PRESETS["bf16"].total_bytes_per_param
+        (16.0, 12.0)
+        """
+        return sum(self.bytes_per_param().values())
+
+    @property
     def optimizer_states(self) -> int:
         """How many state values the optimizer keeps per trainable parameter.
 

@@ -112,7 +112,7 @@ def _per_param_arithmetic(recipe: Recipe) -> str:
     ):
         if bpp[key]:
             parts.append(f"{bpp[key]:g} ({label})")
-    return " + ".join(parts) + f" = {sum(bpp.values()):g}"
+    return " + ".join(parts) + f" = {recipe.total_bytes_per_param:g}"
 
 
 def recipes_markdown(budgets: dict[str, Budget]) -> str:
@@ -147,7 +147,7 @@ def tradeoffs_markdown(recipes: dict[str, Recipe]) -> str:
     """
     out = ["| preset | bytes per parameter | what it gives up |", "|---|---:|---|"]
     for name, r in recipes.items():
-        out.append(f"| {name} | {sum(r.bytes_per_param().values()):g} | {r.gives_up} |")
+        out.append(f"| {name} | {r.total_bytes_per_param:g} | {r.gives_up} |")
     return "\n".join(out)
 
 
