@@ -64,6 +64,7 @@ from gpulesson.memory.terms import (
     INFERENCE_POINTS,
     SAVED_ACTIVATIONS,
     TRAINING_POINTS,
+    PointBytes,
     evaluate_points,
     evaluate_terms,
     phase_peaks,
@@ -426,7 +427,7 @@ def activation_terms(
 
 
 def _phases(
-    points: list[Any], persistent: dict[str, int], order: tuple[str, ...]
+    points: list[PointBytes], persistent: dict[str, int], order: tuple[str, ...]
 ) -> tuple[Phase, ...]:
     peaks = phase_peaks(points)
     return tuple(
@@ -459,7 +460,13 @@ def training_phases(
 def inference_phases(
     sizes: dict[str, float], conditions: set[str], persistent: dict[str, int]
 ) -> tuple[Phase, ...]:
-    """The prefill of an inference step: weights, the KV cache and the prefill's transients."""
+    """The prefill of an inference step: weights, the KV cache and the prefill's transients.
+
+    >>> shape = TransformerShape(64, 8, 16, 2, 1, 1)
+    >>> sizes = step_sizes(shape, compute_dtype="fp16")
+    >>> inference_phases(sizes, step_conditions(inference=True), {"weights": 8928})[0].alive_bytes
+    {'weights': 8928, 'KV cache': 512, 'temporaries': 2048}
+    """
     terms = evaluate_terms(sizes, conditions)
     points = evaluate_points(INFERENCE_POINTS, terms, conditions, int(sizes["layers"]))
     return _phases(points, persistent, ("forward",))

@@ -155,6 +155,10 @@ def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> 
     """The capacity table in billions of parameters; cards in GB (10^9 bytes) and GiB.
 
     The column headers come from the rows' entries: their label and bytes per parameter.
+
+    >>> from gpulesson.memory.capacity import capacity
+    >>> print(capacity_markdown(capacity((24 * GB,))).splitlines()[-1])
+    | 24 | 22.35 | 12.0 | 4.0 | 1.7 |
     """
     suffix = " with headroom" if headroom else ""
     heads = "".join(
@@ -173,7 +177,12 @@ def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> 
 
 
 def verdicts_markdown(verdicts: tuple[CardVerdict, ...]) -> str:
-    """Fits / does not fit for each card, with the headroom rule applied."""
+    """Fits / does not fit for each card, with the headroom rule applied.
+
+    >>> from gpulesson.memory.budget import estimate, fits
+    >>> print(verdicts_markdown((fits(estimate(7e9, preset="infer-fp16"), 24 * GIB),))[-19:])
+    | fits | +9.1 GB |
+    """
     out = ["| card | needs (peak + headroom) | verdict | spare |", "|---|---:|---|---:|"]
     for v in verdicts:
         out.append(
@@ -185,7 +194,13 @@ def verdicts_markdown(verdicts: tuple[CardVerdict, ...]) -> str:
 
 
 def levers_markdown(table: LeverTable) -> str:
-    """Each lever's budget beside the base run's, in GB, with the change of the peak."""
+    """Each lever's budget beside the base run's, in GB, with the change of the peak.
+
+    >>> from gpulesson.memory.budget import lever_effects
+    >>> t = lever_effects({"params": 7e9, "preset": "bf16"}, {"SGD": {"optimizer": "sgd"}})
+    >>> print(levers_markdown(t).splitlines()[-1])
+    | SGD | 14.00 | 14.00 | 0.00 | 0.00 | 28.00 | -67% |
+    """
     start = table.base
     out = [
         "| lever | weights | gradients | optimizer | activations | peak GB | change |",
