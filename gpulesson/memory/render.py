@@ -180,7 +180,7 @@ def verdicts_markdown(verdicts: tuple[CardVerdict, ...]) -> str:
     """Fits / does not fit for each card, with the headroom rule applied.
 
     >>> from gpulesson.memory.budget import estimate, fits
-    >>> print(verdicts_markdown((fits(estimate(7e9, preset="infer-fp16"), 24 * GIB),))[-19:])
+    >>> print(verdicts_markdown((fits(estimate(7e9, preset="infer-fp16"), 24 * GIB),))[-18:])
     | fits | +9.1 GB |
     """
     out = ["| card | needs (peak + headroom) | verdict | spare |", "|---|---:|---|---:|"]
