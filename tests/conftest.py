@@ -4,9 +4,10 @@ Markers (registered in pyproject.toml) are set here from where a test lives and 
 uses, so ``pytest -m "not browser and not site and not notebooks"`` is the fast inner loop:
 
 * ``site``: the test uses the strictly built site (``built_site``) or builds one itself;
-* ``browser``: the test drives Chromium (``tests/test_browser.py``);
+* ``browser``: the test drives Chromium (``tests/test_*browser*.py``);
 * ``notebooks``: the test executes or inspects the generated notebooks;
-* ``gpu``: the test needs a CUDA device (set by the test itself; skipped without one).
+* ``gpu``: the test needs a CUDA device (the test sets it; skipped here, with the reason,
+  on a machine without one).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import runpy
 import stat
 import subprocess
 import sys
@@ -35,11 +37,16 @@ _SLOW_BUILD_TESTS = ("test_a_real_build_",)
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark tests by what they need, so the fast loop can leave the slow ones out."""
+    no_cuda = (
+        pytest.mark.skip(reason="needs a CUDA device") if not torch.cuda.is_available() else None
+    )
     for item in items:
+        if no_cuda and item.get_closest_marker("gpu"):
+            item.add_marker(no_cuda)
         module = getattr(item, "module", None)
         module = module.__name__.rsplit(".", 1)[-1] if module else ""
         fixtures = getattr(item, "fixturenames", ())
-        if module == "test_browser":
+        if module.startswith("test_") and "browser" in module:
             item.add_marker(pytest.mark.browser)
         if module == "test_notebooks":
             item.add_marker(pytest.mark.notebooks)
@@ -88,6 +95,35 @@ def run_cli() -> Callable[..., CliResult]:
     (import-time output, a closed pipe, a real stdin).
     """
     return _run_cli
+
+
+def _run_snippet(name: str, *args: str) -> CliResult:
+    """Run ``python snippets/NAME ARGS`` in this process (``runpy``) and capture it."""
+    path = REPO / "snippets" / name
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv = sys.argv
+    sys.argv = [str(path), *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                runpy.run_path(str(path), run_name="__main__")
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved_argv
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def run_snippet() -> Callable[..., CliResult]:
+    """Call ``run_snippet("pick_device.py", "--help")``: exit status, stdout and stderr.
+
+    In-process, with torch already imported (fast); an exception in the snippet fails the
+    test with its traceback. Keep a subprocess where the interpreter matters (what the
+    snippet prints on stderr at import, a real stdin).
+    """
+    return _run_snippet
 
 
 class _Props:

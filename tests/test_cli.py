@@ -32,7 +32,7 @@ GOOD_RUNS = {
     "budget": ("budget", "--params", "7e9"),
     "diagnose": ("diagnose", "-"),
     "measure": ("measure", "--list"),
-    "compare": ("compare", *map(str, sorted(REPO.glob("results/reference/*.json"))[:1])),
+    "compare": ("compare", str(REPO / "tests" / "fixtures" / "bundles" / "fixture_t4.json")),
 }
 DIAGNOSE_INPUT = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
 
@@ -153,6 +153,32 @@ def test_the_console_script_runs_and_bad_input_is_one_line():
     assert json.loads(good.stdout)["selected_device"] in ("cuda", "mps", "cpu")
     bad = subprocess.run([script, "probe", "--jsno"], capture_output=True, text=True, timeout=120)
     assert (bad.returncode, bad.stderr.count("\n")) == (2, 1), bad.stderr
+
+
+def _gpulesson(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpulesson", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_a_run_that_loads_torch_prints_nothing_on_stderr():
+    # Whatever torch build is installed: the CUDA build on a machine without a GPU warns at
+    # import of some of its modules (CI runs this with it).
+    result = _gpulesson(*GOOD_RUNS["bench"])
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["device"] == "cpu"
+
+
+def test_an_error_after_torch_loads_is_still_one_line():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine where --device cuda is refused")
+    result = _gpulesson("bench", "--device", "cuda", "--sizes", "16")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("gpulesson bench: error: --device cuda")
 
 
 def test_a_closed_pipe_is_not_a_traceback():

@@ -9,28 +9,23 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
 
 
-def test_ruff_is_clean():
+def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
         pytest.skip("ruff is not installed; pip install -e '.[dev]' brings it")
-    result = subprocess.run(
-        [ruff, "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True, timeout=120
+    return subprocess.run(
+        [ruff, *args, "--no-cache", "."], cwd=REPO, capture_output=True, text=True, timeout=120
     )
+
+
+def test_ruff_is_clean():
+    result = _ruff("check")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_clean():
-    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    if not Path(ruff).exists():
-        pytest.skip("ruff is not installed; pip install -e '.[dev]' brings it")
-    result = subprocess.run(
-        [ruff, "format", "--check", "--no-cache", "."],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = _ruff("format", "--check")
     assert result.returncode == 0, "run `ruff format .`:\n" + result.stdout + result.stderr

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
+import os
 import re
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from gpulesson.site import notebooks as nbgen
 from gpulesson.site import notebooks_hook as site_notebooks
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / nbgen.NOTEBOOK_DIR).glob("*.ipynb"))
 LESSONS = nbgen.read_lessons(REPO)
 _MAGIC = re.compile(r"^(\s*)%.*$", re.MULTILINE)
@@ -84,22 +87,56 @@ def test_first_code_cell_checks_the_runtime_and_says_how_to_attach_a_gpu():
         assert "Change runtime type" in code[0]
 
 
-def _execute(path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, **env: str):
+def _client(path: Path, workdir: Path):
     import nbclient
     import nbformat
 
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)  # the kernel process inherits it
-    notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        notebook,
+    return nbclient.NotebookClient(
+        nbformat.read(path, as_version=4),
         timeout=600,
         kernel_name="python3",
         allow_errors=False,
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute()
-    return notebook
+
+
+#: Notebooks executed at once, each in its own kernel: most of a run is a kernel starting
+#: and importing torch, which overlaps well.
+RUNS_AT_ONCE = max(2, min(4, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One notebook executed headless: the notebook with its outputs, or what stopped it."""
+
+    notebook: object | None
+    error: BaseException | None
+    workdir: Path
+
+
+async def _execute_all(paths: list[Path], root: Path, env: dict[str, str]) -> dict[str, _Run]:
+    limit = asyncio.Semaphore(RUNS_AT_ONCE)
+
+    async def one(path: Path) -> _Run:
+        workdir = root / path.stem
+        workdir.mkdir()
+        async with limit:
+            client = _client(path, workdir)
+            try:
+                await client.async_execute(env=env)  # the kernel's environment
+            except Exception as exc:  # reported by that notebook's test
+                return _Run(None, exc, workdir)
+            return _Run(client.nb, None, workdir)
+
+    runs = await asyncio.gather(*(one(path) for path in paths))
+    return {path.stem: run for path, run in zip(paths, runs, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def cpu_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Run]:
+    """Every notebook executed headless with CUDA hidden, RUNS_AT_ONCE at a time."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    return asyncio.run(_execute_all(NOTEBOOKS, tmp_path_factory.mktemp("notebooks"), env))
 
 
 def _text(cell) -> str:
@@ -107,9 +144,11 @@ def _text(cell) -> str:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_headless_on_cpu(path: Path, tmp_path: Path, monkeypatch):
-    notebook = _execute(path, tmp_path, monkeypatch, CUDA_VISIBLE_DEVICES="")
-    code = [c for c in notebook.cells if c.cell_type == "code"]
+def test_notebook_runs_headless_on_cpu(path: Path, cpu_runs: dict[str, _Run]):
+    run = cpu_runs[path.stem]
+    if run.error is not None:
+        raise run.error
+    code = [c for c in run.notebook.cells if c.cell_type == "code"]
     for cell in code:
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert not errors, f"{path.name}: {cell.source[:80]!r} raised {errors[0]['ename']}"
@@ -118,20 +157,17 @@ def test_notebook_runs_headless_on_cpu(path: Path, tmp_path: Path, monkeypatch):
     for cell in code:
         if cell.source.startswith("%%writefile "):
             name = cell.source.split("\n", 1)[0].split(" ", 1)[1]
-            assert (tmp_path / name).read_text() == (REPO / "snippets" / name).read_text()
+            assert (run.workdir / name).read_text() == (REPO / "snippets" / name).read_text()
         elif "%run " in cell.source:
             assert _text(cell).strip(), f"{path.name}: {cell.source!r} printed nothing"
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_on_cuda(path: Path, tmp_path: Path, monkeypatch):
-    import torch
-
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    notebook = _execute(path, tmp_path, monkeypatch)
-    code = [c for c in notebook.cells if c.cell_type == "code"]
+def test_notebook_runs_on_cuda(path: Path, tmp_path: Path):
+    client = _client(path, tmp_path)
+    client.execute()
+    code = [c for c in client.nb.cells if c.cell_type == "code"]
     assert "CUDA GPU attached" in _text(code[0])
     assert "Skipped" not in _text(code[1])
 

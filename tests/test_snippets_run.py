@@ -12,16 +12,14 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from gpulesson.site.notebooks import SNIPPET_RUNS
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SNIPPETS = sorted((REPO / "snippets").glob("*.py"))
 TESTS = [p for p in (REPO / "tests").glob("test_*.py") if p.name != "test_snippets_run.py"]
 INCLUDE = re.compile(r'^\s*--8<--\s+"([\w./-]+?\.py)', re.MULTILINE)
@@ -33,15 +31,6 @@ def _included() -> set[str]:
         for lesson in (REPO / "docs" / "lessons").glob("*.md")
         for name in INCLUDE.findall(lesson.read_text())
     }
-
-
-def run(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(REPO / "snippets" / name), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("path", SNIPPETS, ids=lambda p: p.name)
@@ -81,9 +70,8 @@ def test_notebook_arguments_name_existing_snippets():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_device_report_lists_every_gpu_in_gb_and_gib():
-    result = run("device_report.py")
+def test_device_report_lists_every_gpu_in_gb_and_gib(run_snippet):
+    result = run_snippet("device_report.py")
     assert result.returncode == 0, result.stderr
     assert "CUDA available: True" in result.stdout
     for index in range(torch.cuda.device_count()):
@@ -93,9 +81,8 @@ def test_device_report_lists_every_gpu_in_gb_and_gib():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_sync_benchmark_times_the_gpu_with_and_without_the_closing_barrier():
-    result = run("sync_benchmark.py", "--size", "1024", "--repeats", "3")
+def test_sync_benchmark_times_the_gpu_with_and_without_the_closing_barrier(run_snippet):
+    result = run_snippet("sync_benchmark.py", "--size", "1024", "--repeats", "3")
     assert result.returncode == 0, result.stderr
     assert "cuda with barriers:" in result.stdout
     assert "cuda naive (no closing barrier):" in result.stdout
