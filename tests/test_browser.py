@@ -195,14 +195,16 @@ def test_throughput_race_matches_the_package(site_url: str, watched):
         pytest.skip("the throughput race's lesson (why-gpus) is not in this build yet")
     page = watched.open(site_url + lesson)
     box = '.gl-lab[data-lab="race"]'
-    for log2n in ("6", "9", "12.25"):
+    for log2n in ("3", "6", "9", "12.25"):
         page.fill(f'{box} input[type="range"]', log2n)
         n = int(_out(page, box, "n"))
         expected = labs.race(n)
         assert _out(page, box, "cpu") == pytest.approx(expected.cpu_s)
         assert _out(page, box, "gpu") == pytest.approx(expected.gpu_s)
-    page.fill(f'{box} input[type="range"]', "6")
+    page.fill(f'{box} input[type="range"]', "4")  # n = 16: the launch outweighs the work
     assert "CPU wins" in page.inner_text(f'{box} [data-out="winner"]')
+    page.fill(f'{box} input[type="range"]', "8")  # n = 256: a microsecond launch is paid off
+    assert "GPU wins" in page.inner_text(f'{box} [data-out="winner"]')
 
 
 def _exists(url: str) -> bool:

@@ -25,16 +25,40 @@ def test_race_has_a_crossover_where_the_gpu_starts_to_win():
     assert labs.race(2 * 1024).flops == 8 * labs.race(1024).flops
 
 
+def test_race_pays_a_microsecond_launch_not_the_sources_5_ms():
+    assert 1e-6 <= labs.TEACHING_LAUNCH_S <= 1e-5
+    assert labs.race(8).gpu_s == pytest.approx(labs.TEACHING_LAUNCH_S, rel=0.01)
+    # With 5 ms the GPU lost up to n=256; with a microsecond launch it wins long before.
+    assert labs.race(256).winner == "GPU"
+    assert labs.race(256, launch_s=5e-3).winner == "CPU"
+
+
+def test_race_crossover_is_where_both_times_are_equal():
+    n = labs.race_crossover_n()
+    flops = 2 * n**3
+    cpu_s = flops / labs.TEACHING_CPU_FLOP_PER_S
+    gpu_s = labs.TEACHING_LAUNCH_S + flops / labs.TEACHING_GPU_FLOP_PER_S
+    assert cpu_s == pytest.approx(gpu_s)
+    assert labs.race(int(n)).winner == "CPU" and labs.race(int(n) + 1).winner == "GPU"
+    table = labs.race_table()
+    assert table.first_gpu_win_n == min(r.n for r in table.rows if r.n > n)
+    text = labs.race_markdown(table)
+    assert f"GPU wins from n = {table.first_gpu_win_n} on" in text
+    assert f"n ≈ {table.crossover_n:.0f}," in text
+
+
 def test_race_rejects_a_bad_size():
     with pytest.raises(ValueError, match="n=0"):
         labs.race(0)
 
 
-def test_stopwatch_reproduces_the_sources_teaching_ratios():
+def test_stopwatch_teaching_ratios_follow_the_cited_launch():
     naive, honest = labs.stopwatch(False), labs.stopwatch(True)
-    assert naive.measured_s == pytest.approx(0.005)
-    assert honest.measured_s == pytest.approx(0.205)
-    assert naive.claimed_speedup / honest.claimed_speedup == pytest.approx(41, abs=0.1)
+    assert naive.measured_s == pytest.approx(labs.TEACHING.launch_s)
+    assert honest.measured_s == pytest.approx(labs.TEACHING.kernel_s + labs.TEACHING.launch_s)
+    assert naive.claimed_speedup == pytest.approx(labs.TEACHING.cpu_s / labs.TEACHING.launch_s)
+    assert naive.claimed_speedup / honest.claimed_speedup == pytest.approx(labs.TEACHING.illusion)
+    assert "| no | 0.01 | 500,000× |" in labs.timing_markdown(labs.timing_lab_inputs().readings)
 
 
 def test_cost_is_rate_times_hours_times_runs():
@@ -73,6 +97,7 @@ def test_cpu_laptop_column_matches_what_this_cpu_torch_does():
 def test_labs_json_has_what_the_script_reads():
     data = json.loads(labs.to_json())
     assert data["race"]["launch_s"] == labs.TEACHING_LAUNCH_S
+    assert data["timing"]["launch_s"] == labs.TEACHING.launch_s < data["timing"]["source_launch_s"]
     assert len(data["dispatch"]["lines"]) == len(labs.dispatch_script())
     assert {"nvidia", "mac", "cpu"} == {m["key"] for m in data["dispatch"]["machines"]}
     assert "example" in data["cost"]["source"]
@@ -140,16 +165,17 @@ def test_a_malformed_labs_file_names_file_entry_and_field(tmp_path, old, new, me
 
 
 def test_timing_lab_uses_measured_numbers_when_given():
-    class R:
-        def __init__(self, median_s):
-            self.median_s, self.n, self.dtype, self.device = median_s, 4096, "fp32", "cuda"
+    from gpulesson.timing.results import IllusionResult, MatmulResult
 
-    class Illusion:
-        honest, naive, cpu = R(0.05), R(0.0001), R(2.0)
+    def result(median_s: float, device: str = "cuda") -> MatmulResult:
+        return MatmulResult(device=device, dtype="fp32", n=4096, threads=2, samples_s=(median_s,))
 
-    text = labs.timing_lab_markdown(Illusion())
+    illusion = IllusionResult(honest=result(0.05), naive=result(0.0001), cpu=result(2.0, "cpu"))
+    inputs = labs.timing_lab_inputs(illusion)
+    assert inputs.measured and inputs.kernel_s == pytest.approx(0.0499)
+    text = labs.timing_lab_markdown(inputs)
     assert "data-measured=" in text and "&quot;kernel_s&quot;" in text
-    assert "| no | 0.0001 | 20000× |" in text
+    assert "| no | 0.1 | 20,000× |" in text and "| yes | 50 | 40× |" in text
 
 
 PLANNER_CASES = [

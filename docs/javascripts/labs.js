@@ -86,7 +86,7 @@
 
   function raceLab(box, all) {
     var d = all.race;
-    var slider = el("input", { type: "range", min: "6", max: "13", step: "0.25", value: "9",
+    var slider = el("input", { type: "range", min: "3", max: "13", step: "0.25", value: "9",
       "data-in": "log2n" });
     var nOut = out("n"); var flopsOut = out("flops");
     var cpuOut = out("cpu"); var gpuOut = out("gpu");
@@ -136,10 +136,10 @@
 
     slider.addEventListener("input", update);
     runBtn.addEventListener("click", run);
-    box.appendChild(badge("Teaching simulation: " + d.cpu_cores + " CPU cores against " +
-      fmt(d.gpu_lanes, 0) + " GPU lanes, at " + fmt(d.cpu_flop_per_s / 1e9, 0) + " GFLOP/s and " +
-      fmt(d.gpu_flop_per_s / 1e12, 2) + " TFLOP/s with " + fmt(d.launch_s * 1e3, 0) +
-      " ms of launch overhead per GPU call. Not a measurement."));
+    box.appendChild(badge("Teaching simulation: a CPU at " + fmt(d.cpu_flop_per_s / 1e9, 0) +
+      " GFLOP/s against a GPU at " + fmt(d.gpu_flop_per_s / 1e12, 2) + " TFLOP/s that pays " +
+      fmtTime(d.launch_s) + " of launch overhead per call (a cited figure; the source lesson said " +
+      fmtTime(d.source_launch_s) + "). Not a measurement."));
     box.appendChild(field("Matrix size (log₂ n)", slider));
     box.appendChild(el("dl", { class: "gl-results" }, [
       el("dt", { text: "matrix" }), el("dd", {}, [nOut]),
@@ -277,7 +277,7 @@
     var sync = el("input", { type: "checkbox", "data-in": "sync" });
     var syncId = nextId("sync"); sync.id = syncId;
     var start = el("button", { type: "button", class: "md-button md-button--primary", text: "Time the matmul" });
-    var clockOut = out("stopwatch", "0.000 s"); var claimOut = out("claim"); var noteOut = out("note");
+    var clockOut = out("stopwatch", "0 s"); var claimOut = out("claim"); var noteOut = out("note");
     var hostBar = el("div", { class: "gl-bar gl-bar-cpu" });
     var kernelBar = el("div", { class: "gl-bar gl-bar-gpu" });
     var timer = null;
@@ -288,7 +288,7 @@
 
     function finish() {
       var r = reading();
-      clockOut.textContent = r.toFixed(3) + " s";
+      clockOut.textContent = fmtTime(r);
       clockOut.dataset.value = String(r);
       var claim = source.cpu_s / r;
       claimOut.dataset.value = String(claim);
@@ -311,16 +311,17 @@
       timer = setInterval(function () {
         var simulated = (performance.now() - t0) / scale;
         if (simulated >= stopAt) { clearInterval(timer); timer = null; finish(); return; }
-        clockOut.textContent = simulated.toFixed(3) + " s";
+        clockOut.textContent = fmtTime(simulated);
       }, 30);
     }
 
-    sync.addEventListener("change", function () { claimOut.textContent = ""; noteOut.textContent = ""; clockOut.textContent = "0.000 s"; });
+    sync.addEventListener("change", function () { claimOut.textContent = ""; noteOut.textContent = ""; clockOut.textContent = "0 s"; });
     start.addEventListener("click", run);
     box.appendChild(badge(measured
       ? "Measured on this site's build GPU: " + (measured.label || "")
-      : "Teaching numbers from the source: CPU " + teaching.cpu_s + " s, kernel " + teaching.kernel_s +
-        " s, launch " + fmt(teaching.launch_s * 1e3, 0) + " ms. Not a measurement."));
+      : "Teaching numbers: CPU " + teaching.cpu_s + " s and kernel " + teaching.kernel_s +
+        " s (the source's), launch " + fmtTime(teaching.launch_s) + " (a cited figure; the source " +
+        "said " + fmtTime(teaching.source_launch_s) + "). Not a measurement."));
     box.appendChild(el("div", { class: "gl-field gl-check" }, [sync,
       el("label", { for: syncId }, ["Call ", el("code", { text: "torch.cuda.synchronize()" }),
         " before stopping the clock"])]));

@@ -1,8 +1,13 @@
 """``gpulesson bench``: time matmuls honestly on this machine, as a table or JSON.
 
 Without ``--sizes`` the sweep doubles n from 64 until the next size would
-overrun ``--budget`` seconds. A progress line appears on stderr only when
-stderr is a terminal and the run has lasted more than ``PROGRESS_AFTER_S``.
+overrun ``--budget`` seconds (or no longer fit in memory). A progress line
+appears on stderr only when stderr is a terminal and the run has lasted more
+than ``PROGRESS_AFTER_S``.
+
+Arguments are checked by ``gpulesson.timing.inputs``, which needs no torch: a bad
+argument exits 2 with one line before torch is imported. torch and the timing
+core are imported in ``run``, once the arguments are good.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ import argparse
 import sys
 from typing import TextIO
 
-from gpulesson.timing import bench
-from gpulesson.timing import render as bench_render
+from gpulesson.timing import inputs
+from gpulesson.timing.results import MatmulResult
 
 PROGRESS_AFTER_S = 2.0  # shorter runs finish before a progress line would help
 
@@ -30,7 +35,7 @@ def parse_sizes(text: str) -> tuple[int, ...]:
             f"cannot read sizes {text!r}: give whole numbers separated by commas, like 64,256,1024"
         ) from None
     try:
-        return bench.check_sizes(sizes)
+        return inputs.check_sizes(sizes)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -50,19 +55,22 @@ def positive_float(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    """A whole number of at least 1.
+def thread_count(text: str) -> int:
+    """A whole number of CPU threads, from 1 to the CPUs this process may use.
 
-    >>> positive_int("2")
-    2
+    >>> thread_count("1")
+    1
     """
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1, like 2")
-    return value
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of threads: use e.g. --threads 2"
+        ) from None
+    try:
+        return inputs.check_threads(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -75,7 +83,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--device",
-        choices=("auto", *bench.DEVICES),
+        choices=("auto", *inputs.DEVICES),
         default="auto",
         help="where to run: auto picks cuda, then mps, then cpu (default: auto)",
     )
@@ -88,7 +96,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--dtype",
-        choices=bench.DTYPES,
+        choices=inputs.DTYPES,
         default="fp32",
         help="fp32, tf32 (CUDA tensor cores), bf16 or fp16 (default: fp32)",
     )
@@ -100,9 +108,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--threads",
-        type=positive_int,
+        type=thread_count,
         default=None,
-        help="CPU threads torch may use (default: torch's current setting)",
+        help="CPU threads torch may use, at most the CPUs available "
+        "(default: torch's current setting)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
@@ -119,7 +128,7 @@ class Progress:
         self.done = 0
         self.shown = False
 
-    def update(self, result: bench.MatmulResult, elapsed_s: float) -> None:
+    def update(self, result: MatmulResult, elapsed_s: float) -> None:
         """Report one finished size (called by ``bench.sweep``)."""
         self.done += 1
         if not self.enabled or elapsed_s < PROGRESS_AFTER_S:
@@ -143,9 +152,12 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Resolve the device, run the sweep and print the table or JSON."""
+    """Resolve the device, check memory, run the sweep and print the table or JSON."""
+    from gpulesson.timing import bench  # torch: only once the arguments are good
+    from gpulesson.timing import render as bench_render
+
     device = bench.resolve_device(args.device)
-    dtype = bench.check_dtype(args.dtype, device)
+    dtype = inputs.check_dtype(args.dtype, device)
     progress = Progress(len(args.sizes) if args.sizes else None, args.budget)
     plan = bench.plan_for(device)
     try:

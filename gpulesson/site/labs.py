@@ -10,7 +10,7 @@ cost calculator's example rates, the routes and the dispatch script are data in
 
 >>> race(5000).gpu_s < race(5000).cpu_s
 True
->>> race(64).gpu_s > race(64).cpu_s
+>>> race(16).gpu_s > race(16).cpu_s
 True
 """
 
@@ -24,19 +24,19 @@ from typing import Any
 from gpulesson.memory.budget import TransformerShape, estimate, fits
 from gpulesson.memory.capacity import CARDS_GB
 from gpulesson.memory.recipes import get_recipe
-from gpulesson.timing.teaching import LaneEstimate, TeachingTiming
+from gpulesson.timing.results import IllusionResult
+from gpulesson.timing.teaching import SOURCE_LAUNCH_S, TeachingTiming
 from gpulesson.units import GB
 
-# The source lesson's teaching figures live once, in gpulesson.timing.teaching: the
-# race runs at the rates its example timings imply (5.0 s and 0.20 s for a
-# 5000 x 5000 matmul, 5 ms of launch per GPU call) and the lane counts of its
-# width estimate.
+# The teaching figures live once, in gpulesson.timing.teaching: the race runs at the
+# rates the source's example timings imply (5.0 s and 0.20 s for a 5000 x 5000
+# matmul) and pays a cited launch cost per GPU call (10 µs, the upper end of the
+# 5-10 µs a launch costs from PyTorch eager), not the source's 5 ms.
 TEACHING = TeachingTiming()
-LANES = LaneEstimate()
 TEACHING_CPU_FLOP_PER_S = TEACHING.cpu_flop_per_s
 TEACHING_GPU_FLOP_PER_S = TEACHING.gpu_flop_per_s
 TEACHING_LAUNCH_S = TEACHING.launch_s
-RACE_SIZES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+RACE_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,11 @@ class RaceResult:
         """CPU time over GPU time: above 1 the GPU wins."""
         return self.cpu_s / self.gpu_s
 
+    @property
+    def winner(self) -> str:
+        """'GPU' when the GPU is faster, else 'CPU'."""
+        return "GPU" if self.speedup > 1 else "CPU"
+
 
 def race(
     n: int,
@@ -65,32 +70,97 @@ def race(
     The GPU pays ``launch_s`` once per call, so it loses at small sizes.
 
     >>> r = race(5000)
-    >>> round(r.cpu_s, 2), round(r.gpu_s, 3), round(r.speedup)
-    (5.0, 0.205, 24)
+    >>> round(r.cpu_s, 2), round(r.gpu_s, 5), round(r.speedup)
+    (5.0, 0.20001, 25)
     """
     if n < 1:
         raise ValueError(f"matrix size n={n} must be a positive integer, e.g. 1024")
     flops = 2.0 * n**3
-    return RaceResult(n, flops, flops / cpu_flop_per_s, launch_s + flops / gpu_flop_per_s)
+    return RaceResult(
+        n=n,
+        flops=flops,
+        cpu_s=flops / cpu_flop_per_s,
+        gpu_s=launch_s + flops / gpu_flop_per_s,
+    )
 
 
-def race_markdown(sizes: tuple[int, ...] = RACE_SIZES) -> str:
-    """The race over a range of sizes as a Markdown table (teaching simulation).
+def race_crossover_n(
+    cpu_flop_per_s: float = TEACHING_CPU_FLOP_PER_S,
+    gpu_flop_per_s: float = TEACHING_GPU_FLOP_PER_S,
+    launch_s: float = TEACHING_LAUNCH_S,
+) -> float:
+    """The size at which both simulated times are equal; above it the GPU wins.
 
-    >>> print(race_markdown((64,)).splitlines()[2])
-    | 64 | 5.24e+05 | 0.01049 | 5.0004 | 0.0021 | CPU |
+    Solve 2n³/cpu = launch + 2n³/gpu: n = (launch / (2 (1/cpu - 1/gpu)))^(1/3).
+
+    >>> round(race_crossover_n(), 1), round(race_crossover_n(launch_s=5e-3))
+    (63.9, 507)
+    """
+    if not gpu_flop_per_s > cpu_flop_per_s:
+        raise ValueError("the GPU rate must be above the CPU rate for the GPU ever to win")
+    return (launch_s / (2 * (1 / cpu_flop_per_s - 1 / gpu_flop_per_s))) ** (1 / 3)
+
+
+@dataclass(frozen=True)
+class RaceTable:
+    """The race at several sizes, with the exact crossover and the source's 5 ms crossover."""
+
+    rows: tuple[RaceResult, ...]
+    launch_s: float
+    crossover_n: float
+    source_crossover_n: float
+
+    @property
+    def first_gpu_win_n(self) -> int | None:
+        """The smallest tabulated size the GPU wins (it keeps winning above it)."""
+        return next((r.n for r in self.rows if r.winner == "GPU"), None)
+
+
+def race_table(sizes: tuple[int, ...] = RACE_SIZES) -> RaceTable:
+    """The teaching race over ``sizes``, with where the GPU starts to win.
+
+    >>> t = race_table((32, 64, 128))
+    >>> [r.winner for r in t.rows], t.first_gpu_win_n
+    (['CPU', 'GPU', 'GPU'], 64)
+    """
+    return RaceTable(
+        rows=tuple(race(n) for n in sizes),
+        launch_s=TEACHING_LAUNCH_S,
+        crossover_n=race_crossover_n(),
+        source_crossover_n=race_crossover_n(launch_s=SOURCE_LAUNCH_S),
+    )
+
+
+def race_markdown(table: RaceTable) -> str:
+    """The race as a Markdown table (teaching simulation), with the computed crossover.
+
+    >>> print(race_markdown(race_table((64,))).splitlines()[2])
+    | 64 | 5.24e+05 | 10.5 | 10.4 | 1.01 | GPU |
     """
     rows = [
-        "| n | FLOPs (2n³) | simulated CPU (ms) | simulated GPU (ms) | speedup (×) | winner |",
+        "| n | FLOPs (2n³) | simulated CPU (µs) | simulated GPU (µs) | speedup (×) | winner |",
         "|---:|---:|---:|---:|---:|---|",
     ]
-    for n in sizes:
-        r = race(n)
-        winner = "GPU" if r.speedup > 1 else "CPU"
+
+    def us(seconds: float) -> str:
+        value = seconds * 1e6
+        return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+    for r in table.rows:
         rows.append(
-            f"| {n} | {r.flops:.2e} | {r.cpu_s * 1e3:.4g} | {r.gpu_s * 1e3:.5g} | "
-            f"{r.speedup:.3g} | {winner} |"
+            f"| {r.n} | {r.flops:.2e} | {us(r.cpu_s)} | {us(r.gpu_s)} | "
+            f"{r.speedup:.3g} | {r.winner} |"
         )
+    rows += [
+        "",
+        f"With {table.launch_s * 1e6:g} µs of launch per GPU call, the simulated times are "
+        f"equal at n ≈ {table.crossover_n:.0f}, and the GPU wins from n = "
+        f"{table.first_gpu_win_n} on in this table. With the source lesson's "
+        f"{SOURCE_LAUNCH_S * 1e3:g} ms launch the crossover would sit at n ≈ "
+        f"{table.source_crossover_n:.0f}: a launch cost {SOURCE_LAUNCH_S / table.launch_s:,.0f} "
+        f"times too large moves it {table.source_crossover_n / table.crossover_n:.0f} times too "
+        "far, because the work grows as n³.",
+    ]
     return "\n".join(rows)
 
 
@@ -111,32 +181,79 @@ class StopwatchReading:
         return self.cpu_s / self.measured_s
 
 
-def stopwatch(synchronized: bool, timing: TeachingTiming = TEACHING) -> StopwatchReading:
-    """The reading for the source's teaching numbers: CPU 5.0 s, kernel 0.20 s, launch 5 ms.
+@dataclass(frozen=True)
+class TimingLabInputs:
+    """The three times the timing lab animates, and where they come from.
 
-    Without synchronize the clock stops once the launch returns.
+    ``measured`` is True when they were measured on the build's GPU (the lab
+    then shows them), False for the teaching figures.
+    """
+
+    cpu_s: float
+    launch_s: float
+    kernel_s: float
+    label: str
+    measured: bool
+
+    @property
+    def readings(self) -> tuple[StopwatchReading, StopwatchReading]:
+        """The stopwatch without, then with, the closing barrier."""
+        return (stopwatch(False, self), stopwatch(True, self))
+
+
+def timing_lab_inputs(measured: IllusionResult | None = None) -> TimingLabInputs:
+    """The teaching figures, or (given ``async_illusion`` on a GPU) the measured medians.
+
+    Measured: the launch is the naive median, the kernel what the closing barrier
+    waited for (honest minus naive), the CPU time the CPU's median.
+
+    >>> t = timing_lab_inputs()
+    >>> t.launch_s, t.kernel_s, t.measured
+    (1e-05, 0.2, False)
+    """
+    if measured is None:
+        return TimingLabInputs(
+            cpu_s=TEACHING.cpu_s,
+            launch_s=TEACHING.launch_s,
+            kernel_s=TEACHING.kernel_s,
+            label=f"teaching figures, one {TEACHING.n}×{TEACHING.n} fp32 matmul",
+            measured=False,
+        )
+    honest = measured.honest
+    return TimingLabInputs(
+        cpu_s=measured.cpu.median_s,
+        launch_s=measured.naive.median_s,
+        kernel_s=measured.kernel_s,
+        label=f"{honest.n}×{honest.n} {honest.dtype} matmul on {honest.device}, medians",
+        measured=True,
+    )
+
+
+def stopwatch(synchronized: bool, inputs: TimingLabInputs | None = None) -> StopwatchReading:
+    """The reading: launch plus kernel with the closing barrier, the launch alone without.
 
     >>> round(stopwatch(False).claimed_speedup), round(stopwatch(True).claimed_speedup)
-    (1000, 24)
+    (500000, 25)
     """
-    measured = timing.gpu_honest_s if synchronized else timing.gpu_naive_s
-    return StopwatchReading(synchronized, measured, timing.cpu_s)
+    t = inputs or timing_lab_inputs()
+    measured_s = t.launch_s + t.kernel_s if synchronized else t.launch_s
+    return StopwatchReading(synchronized=synchronized, measured_s=measured_s, cpu_s=t.cpu_s)
 
 
-def timing_markdown() -> str:
-    """Both stopwatch readings as a table (teaching numbers).
+def timing_markdown(readings: tuple[StopwatchReading, ...]) -> str:
+    """Stopwatch readings as a table.
 
-    >>> print(timing_markdown().splitlines()[2])
-    | no | 0.005 | 1000× |
+    >>> print(timing_markdown(timing_lab_inputs().readings).splitlines()[2])
+    | no | 0.01 | 500,000× |
     """
     rows = [
-        "| closing `synchronize()` | stopwatch reads (s) | speedup a reader would claim |",
+        "| closing `synchronize()` | stopwatch reads (ms) | speedup a reader would claim |",
         "|---|---:|---:|",
     ]
-    for sync in (False, True):
-        r = stopwatch(sync)
+    for r in readings:
         rows.append(
-            f"| {'yes' if sync else 'no'} | {r.measured_s:.3g} | {r.claimed_speedup:.0f}× |"
+            f"| {'yes' if r.synchronized else 'no'} | {r.measured_s * 1e3:,.3g} | "
+            f"{r.claimed_speedup:,.0f}× |"
         )
     return "\n".join(rows)
 
@@ -369,14 +486,14 @@ def labs_data() -> dict:
             "cpu_flop_per_s": TEACHING_CPU_FLOP_PER_S,
             "gpu_flop_per_s": TEACHING_GPU_FLOP_PER_S,
             "launch_s": TEACHING_LAUNCH_S,
-            "cpu_cores": LANES.cpu_cores,
-            "gpu_lanes": LANES.gpu_lanes,
+            "source_launch_s": SOURCE_LAUNCH_S,
             "sizes": list(RACE_SIZES),
         },
         "timing": {
             "cpu_s": TEACHING.cpu_s,
             "kernel_s": TEACHING.kernel_s,
             "launch_s": TEACHING.launch_s,
+            "source_launch_s": SOURCE_LAUNCH_S,
         },
         "cost": {"source": rates_source(), "rates": [asdict(c) for c in card_rates()]},
         "dispatch": {
@@ -534,38 +651,26 @@ def planner_markdown(results: tuple[PlannerResult, ...]) -> str:
     return "\n".join(rows)
 
 
-def timing_lab_markdown(measured: object | None = None) -> str:
-    """The timing lab's container and its static table.
+def timing_lab_markdown(inputs: TimingLabInputs) -> str:
+    """The timing lab's container and its static table (measured inputs travel to the script).
 
-    ``measured`` is an ``IllusionResult`` from ``gpulesson.timing.bench.async_illusion``
-    on a CUDA device; with it the lab shows the build GPU's numbers (kernel =
-    honest minus naive time), without it the source's teaching numbers.
-
-    >>> print(timing_lab_markdown().splitlines()[0])
+    >>> print(timing_lab_markdown(timing_lab_inputs()).splitlines()[0])
     <div class="gl-lab" data-lab="timing"></div>
     """
-    if measured is None:
-        return '<div class="gl-lab" data-lab="timing"></div>\n\n' + timing_markdown()
-    honest = measured.honest  # type: ignore[attr-defined]
-    naive = measured.naive  # type: ignore[attr-defined]
-    cpu = measured.cpu  # type: ignore[attr-defined]
+    table = timing_markdown(inputs.readings)
+    if not inputs.measured:
+        return '<div class="gl-lab" data-lab="timing"></div>\n\n' + table
     data = {
-        "cpu_s": cpu.median_s,
-        "launch_s": naive.median_s,
-        "kernel_s": max(honest.median_s - naive.median_s, 0.0),
-        "label": f"{honest.n}×{honest.n} {honest.dtype} matmul on {honest.device}, medians",
+        "cpu_s": inputs.cpu_s,
+        "launch_s": inputs.launch_s,
+        "kernel_s": inputs.kernel_s,
+        "label": inputs.label,
     }
-    rows = [
-        "| closing `synchronize()` | stopwatch reads (s) | speedup a reader would claim |",
-        "|---|---:|---:|",
-        f"| no | {naive.median_s:.3g} | {cpu.median_s / naive.median_s:.0f}× |",
-        f"| yes | {honest.median_s:.3g} | {cpu.median_s / honest.median_s:.0f}× |",
-    ]
     attr = html.escape(json.dumps(data), quote=True)
     return (
         f'<div class="gl-lab" data-lab="timing" data-measured="{attr}"></div>\n\n'
-        + "Measured on this build's GPU:\n\n"
-        + "\n".join(rows)
+        + f"Measured on this build's GPU ({inputs.label}):\n\n"
+        + table
     )
 
 
@@ -574,10 +679,12 @@ def timing_lab_for_this_build() -> str:
     import torch
 
     if not torch.cuda.is_available():
-        return timing_lab_markdown()
+        return timing_lab_markdown(timing_lab_inputs())
     from gpulesson.timing.bench import async_illusion, plan_for
 
-    return timing_lab_markdown(async_illusion(plan_for("cuda").illusion_n, "cuda"))
+    return timing_lab_markdown(
+        timing_lab_inputs(async_illusion(plan_for("cuda").illusion_n, "cuda"))
+    )
 
 
 def planner_cases() -> tuple[PlannerInputs, ...]:

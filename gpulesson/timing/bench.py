@@ -7,7 +7,7 @@ Timing discipline, in the order the code applies it:
    on Apple, nothing on a CPU, whose operations finish before they return) right
    before the clock starts and right before it stops;
 3. nothing in the timed region but the operation (operands and outputs are
-   allocated beforehand);
+   allocated beforehand, once ``gpulesson.timing.inputs`` has checked they fit);
 4. many samples from ``torch.utils.benchmark.Timer.blocked_autorange``, at a set
    thread count, summarised by median and spread (IQR, min, max).
 
@@ -15,192 +15,73 @@ The one hand-made loop is ``measure_matmul_naive``: it leaves out the closing
 barrier on purpose, to measure the "async illusion" (a single call, then the
 queue is drained outside the timed region; a library timer would hide the bug).
 
-Results are frozen dataclasses that keep their raw samples; ``gpulesson.timing.render``
-turns them into Markdown, text, JSON and SVG charts, and ``gpulesson.timing.roofline``
-builds its memory-traffic measurements on this module's timer. Used by the lessons
-``why-gpus.md`` (the CPU-vs-GPU sweep) and ``timing.md`` (the async illusion) and by
-``gpulesson bench``.
+Results are the frozen dataclasses of ``gpulesson.timing.results``, which keep their
+raw samples; ``gpulesson.timing.render`` turns them into Markdown, text, JSON and SVG
+charts, ``gpulesson.timing.roofline`` and ``gpulesson.timing.launch`` build on this
+module's timer. Used by the lessons ``why-gpus.md`` (the CPU-vs-GPU sweep:
+``compare_devices`` -> ``SweepComparison`` -> ``render.comparison_markdown``) and
+``timing.md`` (the async illusion) and by ``gpulesson bench``.
 
->>> result = MatmulResult("cpu", "fp32", 1000, 2, (0.010, 0.012, 0.011))
->>> result.flops, result.median_s, round(result.flop_per_s / 1e9)
-(2000000000, 0.011, 182)
+>>> r = measure_matmul(32, min_run_time_s=0.01)
+>>> r.n, r.flops, r.repeats >= MIN_SAMPLES
+(32, 65536, True)
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import torch
-from torch.utils import benchmark
 
+from gpulesson.timing.inputs import (
+    DEVICES,
+    check_dtype,
+    check_fits,
+    check_sizes,
+    check_threads,
+    host_available_bytes,
+    largest_fitting_n,
+)
+from gpulesson.timing.results import IllusionResult, MatmulResult, OpResult, SweepComparison
 from gpulesson.units import MIB
 
-# A timing whose IQR is more than this share of its median is flagged: the
-# machine was busy or the operation is too short to time well. Same threshold
-# as torch.utils.benchmark's Measurement uses for its own warning.
-SPREAD_WARNING_IQR_SHARE = 0.10
 MIN_SAMPLES = 5  # fewest timed blocks behind a median and its spread
 
-DEVICES = ("cuda", "mps", "cpu")
-DTYPES = ("fp32", "tf32", "bf16", "fp16")
-MAX_N = 32768  # an fp32 operand at this size is already 4 GiB
-NO_CUDA_TEXT = "no CUDA device in this build"
-
-_TORCH_DTYPES = {
+# The torch dtype behind each dtype name of ``gpulesson.timing.inputs.DTYPES``.
+TORCH_DTYPES = {
     "fp32": torch.float32,
     "tf32": torch.float32,  # fp32 storage, TF32 tensor-core arithmetic (CUDA only)
     "bf16": torch.bfloat16,
     "fp16": torch.float16,
 }
 
+# torch.utils.benchmark imports torch.utils.cpp_extension, which on a CUDA build of
+# torch without a GPU logs "No CUDA runtime is found, using CUDA_HOME=..." through
+# this logger (logger.warning in cpp_extension._find_cuda_home, run at import). It is
+# about compiling C++ extensions, which nothing here does; keep it off stderr.
+_IMPORT_CHATTER_LOGGER = "torch.utils.cpp_extension"
 
-# --- results -------------------------------------------------------------------
 
+def import_benchmark() -> ModuleType:
+    """``torch.utils.benchmark``, imported with torch's import-time warnings kept quiet.
 
-def quantile(samples: Sequence[float], q: float) -> float:
-    """The q-quantile with linear interpolation (numpy's and torch's default).
-
-    >>> quantile([1.0, 2.0, 3.0, 4.0], 0.25)
-    1.75
-    >>> quantile([5.0], 0.5)
-    5.0
+    >>> import_benchmark().Timer.__name__
+    'Timer'
     """
-    if not samples:
-        raise ValueError("no samples to summarise: time at least one run")
-    ordered = sorted(samples)
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-class _Spread:
-    """Median and spread of ``samples_s``, shared by every timing result."""
-
-    samples_s: tuple[float, ...]
-
-    @property
-    def repeats(self) -> int:
-        """How many samples were kept."""
-        return len(self.samples_s)
-
-    @property
-    def median_s(self) -> float:
-        return quantile(self.samples_s, 0.5)
-
-    @property
-    def p25_s(self) -> float:
-        return quantile(self.samples_s, 0.25)
-
-    @property
-    def p75_s(self) -> float:
-        return quantile(self.samples_s, 0.75)
-
-    @property
-    def iqr_s(self) -> float:
-        """Interquartile range: the middle half of the samples spans this much."""
-        return self.p75_s - self.p25_s
-
-    @property
-    def min_s(self) -> float:
-        return min(self.samples_s)
-
-    @property
-    def max_s(self) -> float:
-        return max(self.samples_s)
-
-    @property
-    def spread_warning(self) -> str | None:
-        """A sentence when the IQR exceeds ``SPREAD_WARNING_IQR_SHARE`` of the median."""
-        share = self.iqr_s / self.median_s
-        if share <= SPREAD_WARNING_IQR_SHARE:
-            return None
-        return (
-            f"IQR is {share:.0%} of the median (threshold {SPREAD_WARNING_IQR_SHARE:.0%}): "
-            "the machine was busy or the run is too short; rerun before trusting it"
-        )
-
-
-@dataclass(frozen=True)
-class MatmulResult(_Spread):
-    """Timing of one n x n by n x n matmul; each sample is seconds per call.
-
-    ``calls_per_sample`` is how many back-to-back calls one clock reading
-    covered (the sample is that reading divided by it). ``closing_barrier`` is
-    False only for the deliberately naive measurement.
-
-    >>> r = MatmulResult("cpu", "fp32", 64, 1, (3.0, 1.0, 2.0, 4.0))
-    >>> r.median_s, r.iqr_s, r.min_s, r.max_s, r.repeats
-    (2.5, 1.5, 1.0, 4.0, 4)
-    """
-
-    device: str
-    dtype: str
-    n: int
-    threads: int
-    samples_s: tuple[float, ...]
-    calls_per_sample: int = 1
-    closing_barrier: bool = True
-
-    @property
-    def flops(self) -> int:
-        """2 n^3: n^2 outputs, each n multiplies and n adds."""
-        return matmul_flops(self.n)
-
-    @property
-    def flop_per_s(self) -> float:
-        return self.flops / self.median_s
-
-
-@dataclass(frozen=True)
-class OpResult(_Spread):
-    """Timing of an operation with known work and traffic (for the roofline).
-
-    ``bytes_moved`` is the least traffic the operation needs (each operand read
-    once, each output written once); caches can only make real traffic smaller
-    for small operands, which is why small ops can sit above the memory roof.
-
-    >>> op = OpResult("add", "cpu", "fp32", 2, (0.01,), flops=10**6, bytes_moved=12 * 10**6)
-    >>> round(op.intensity_flop_per_byte, 3), op.bytes_per_s
-    (0.083, 1200000000.0)
-    """
-
-    name: str
-    device: str
-    dtype: str
-    threads: int
-    samples_s: tuple[float, ...]
-    flops: int
-    bytes_moved: int
-    calls_per_sample: int = 1
-
-    @property
-    def flop_per_s(self) -> float:
-        return self.flops / self.median_s
-
-    @property
-    def bytes_per_s(self) -> float:
-        return self.bytes_moved / self.median_s
-
-    @property
-    def intensity_flop_per_byte(self) -> float:
-        return self.flops / self.bytes_moved
-
-
-def matmul_flops(n: int) -> int:
-    """FLOPs of an n x n matmul, counting a multiply and an add separately.
-
-    >>> matmul_flops(5000)
-    250000000000
-    >>> matmul_flops(4000) / matmul_flops(5000)
-    0.512
-    """
-    return 2 * n**3
+    logger = logging.getLogger(_IMPORT_CHATTER_LOGGER)
+    before = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        from torch.utils import benchmark
+    finally:
+        logger.setLevel(before)
+    return benchmark
 
 
 # --- devices, barriers, clocks ----------------------------------------------------
@@ -251,46 +132,6 @@ def resolve_device(name: str) -> str:
     return name
 
 
-def check_dtype(dtype: str, device: str) -> str:
-    """Check a dtype name for a device; TF32 exists only on CUDA.
-
-    >>> check_dtype("bf16", "cpu")
-    'bf16'
-    >>> check_dtype("fp8", "cpu")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown dtype 'fp8': use fp32, tf32, bf16 or fp16
-    """
-    if dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}: use fp32, tf32, bf16 or fp16")
-    if dtype == "tf32" and device != "cuda":
-        raise ValueError(
-            f"tf32 is a CUDA tensor-core mode, not available on {device}: use fp32 or bf16"
-        )
-    return dtype
-
-
-def check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
-    """Check matrix sizes: whole numbers from 1 to ``MAX_N``.
-
-    >>> check_sizes([64, 128])
-    (64, 128)
-    >>> check_sizes([0])
-    Traceback (most recent call last):
-    ...
-    ValueError: matrix size 0 is out of range: use whole numbers from 1 to 32768, like 64,256,1024
-    """
-    if not sizes:
-        raise ValueError("no matrix sizes given: use e.g. --sizes 64,256,1024")
-    for n in sizes:
-        if not 1 <= n <= MAX_N:
-            raise ValueError(
-                f"matrix size {n} is out of range: use whole numbers from 1 to {MAX_N}, "
-                "like 64,256,1024"
-            )
-    return tuple(sizes)
-
-
 def barrier(device: str) -> None:
     """Wait until every queued operation on ``device`` has finished.
 
@@ -301,18 +142,6 @@ def barrier(device: str) -> None:
         torch.cuda.synchronize()
     elif device == "mps":
         torch.mps.synchronize()
-
-
-def barrier_name(device: str) -> str:
-    """The call that ``barrier`` makes, for tables and docs.
-
-    >>> barrier_name("cpu")
-    'none needed (CPU ops finish before returning)'
-    """
-    return {
-        "cuda": "torch.cuda.synchronize()",
-        "mps": "torch.mps.synchronize()",
-    }.get(device, "none needed (CPU ops finish before returning)")
 
 
 def barrier_clock(device: str) -> Callable[[], float]:
@@ -340,12 +169,15 @@ def matmul_precision(dtype: str) -> Iterator[None]:
         torch.set_float32_matmul_precision(before)
 
 
-def _threads(threads: int | None) -> int:
+def resolve_threads(threads: int | None) -> int:
+    """The thread count to time with: torch's current setting, or a checked given count.
+
+    >>> resolve_threads(1)
+    1
+    """
     if threads is None:
         return torch.get_num_threads()
-    if threads < 1:
-        raise ValueError(f"thread count {threads} must be at least 1")
-    return threads
+    return check_threads(threads)
 
 
 def time_samples(
@@ -365,7 +197,7 @@ def time_samples(
     for _ in range(warmup):
         fn()
     barrier(device)
-    timer = benchmark.Timer(
+    timer = import_benchmark().Timer(
         stmt="fn()", globals={"fn": fn}, timer=barrier_clock(device), num_threads=threads
     )
     measurement = timer.blocked_autorange(min_run_time=min_run_time_s)
@@ -415,11 +247,42 @@ def cuda_event_samples(
     return tuple(samples)
 
 
+# --- memory -------------------------------------------------------------------------
+
+
+def available_bytes(device: str) -> tuple[int, str]:
+    """Memory free for new tensors on ``device`` now, and its name for messages.
+
+    CUDA asks the driver (``torch.cuda.mem_get_info``); Apple GPUs share the
+    host's memory, so MPS and the CPU ask the OS (psutil's available memory).
+
+    >>> free, where = available_bytes("cpu")
+    >>> free > 0, where
+    (True, 'host memory')
+    """
+    if device == "cuda":
+        free, _total = torch.cuda.mem_get_info()
+        return int(free), "memory on the CUDA device"
+    if device == "mps":
+        return host_available_bytes(), "memory (MPS shares the host's memory)"
+    return host_available_bytes(), "host memory"
+
+
+def check_memory(sizes: Sequence[int], dtype: str, device: str) -> tuple[int, ...]:
+    """Refuse, before allocating anything, sizes whose operands do not fit on ``device``.
+
+    >>> check_memory([64], "fp32", "cpu")
+    (64,)
+    """
+    available, where = available_bytes(device)
+    return tuple(check_fits(n, dtype, available, where) for n in sizes)
+
+
 # --- matmuls ------------------------------------------------------------------------
 
 
 def _operands(n: int, dtype: str, device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    torch_dtype = _TORCH_DTYPES[dtype]
+    torch_dtype = TORCH_DTYPES[dtype]
     a = torch.randn(n, n, device=device, dtype=torch_dtype)
     b = torch.randn(n, n, device=device, dtype=torch_dtype)
     return a, b, torch.empty(n, n, device=device, dtype=torch_dtype)
@@ -441,13 +304,21 @@ def measure_matmul(
     """
     check_sizes([n])
     check_dtype(dtype, device)
-    threads = _threads(threads)
+    threads = resolve_threads(threads)
+    check_memory([n], dtype, device)
     a, b, out = _operands(n, dtype, device)
     with matmul_precision(dtype):
         samples, calls = time_samples(
             lambda: torch.matmul(a, b, out=out), device, threads, min_run_time_s, warmup
         )
-    return MatmulResult(device, dtype, n, threads, samples, calls)
+    return MatmulResult(
+        device=device,
+        dtype=dtype,
+        n=n,
+        threads=threads,
+        samples_s=samples,
+        calls_per_sample=calls,
+    )
 
 
 def measure_matmul_naive(
@@ -456,34 +327,19 @@ def measure_matmul_naive(
     """Time the same matmul without the closing barrier: what a naive stopwatch sees."""
     check_sizes([n])
     check_dtype(dtype, device)
+    check_memory([n], dtype, device)
     a, b, out = _operands(n, dtype, device)
     with matmul_precision(dtype):
         samples = naive_samples(lambda: torch.matmul(a, b, out=out), device, repeats, warmup)
     return MatmulResult(
-        device, dtype, n, torch.get_num_threads(), samples, 1, closing_barrier=False
+        device=device,
+        dtype=dtype,
+        n=n,
+        threads=torch.get_num_threads(),
+        samples_s=samples,
+        calls_per_sample=1,
+        closing_barrier=False,
     )
-
-
-@dataclass(frozen=True)
-class IllusionResult:
-    """One matmul timed honestly and naively on a device, with a CPU baseline."""
-
-    honest: MatmulResult
-    naive: MatmulResult
-    cpu: MatmulResult
-
-    @property
-    def inflation(self) -> float:
-        """How many times too fast the naive stopwatch makes the device look."""
-        return self.honest.median_s / self.naive.median_s
-
-    @property
-    def honest_speedup(self) -> float:
-        return self.cpu.median_s / self.honest.median_s
-
-    @property
-    def naive_speedup(self) -> float:
-        return self.cpu.median_s / self.naive.median_s
 
 
 def async_illusion(
@@ -503,7 +359,7 @@ def async_illusion(
         if device == "cpu"
         else measure_matmul(n, "cpu", cpu_dtype, min_run_time_s=min_run_time_s)
     )
-    return IllusionResult(honest, naive, cpu)
+    return IllusionResult(honest=honest, naive=naive, cpu=cpu)
 
 
 def sweep(
@@ -521,15 +377,22 @@ def sweep(
 
     Without ``sizes``, n doubles from ``start_n`` up to ``max_n``; the next size
     is skipped when its predicted cost (8x the last call, times the warm-up and
-    at least three samples, plus ``min_run_time_s``) would pass the budget.
+    at least three samples, plus ``min_run_time_s``) would pass the budget, or
+    when its operands would not fit in the memory available. Given ``sizes``
+    are all checked against the memory before the first is timed.
     ``on_result(result, elapsed_s)`` is called after each size (for progress).
 
-    >>> [r.n for r in sweep(budget_s=0.5, start_n=16, max_n=64, min_run_time_s=0.01)]
+    >>> [r.n for r in sweep(budget_s=10.0, start_n=16, max_n=64, min_run_time_s=0.01)]
     [16, 32, 64]
     """
     if budget_s <= 0:
         raise ValueError(f"time budget {budget_s} s must be positive")
     given = check_sizes(list(sizes)) if sizes is not None else None
+    check_dtype(dtype, device)
+    if given is not None:
+        check_memory(given, dtype, device)
+    else:
+        max_n = min(max_n, largest_fitting_n(available_bytes(device)[0], dtype))
     todo = list(given) if given else []
     n = start_n
     results: list[MatmulResult] = []
@@ -569,7 +432,7 @@ def measure_transfer(
         raise ValueError("a host-to-device copy needs a GPU: use --device cuda or mps")
     if pinned and device != "cuda":
         raise ValueError(f"pinned host memory needs CUDA, not {device}: use pinned=False")
-    torch_dtype = _TORCH_DTYPES[dtype]
+    torch_dtype = TORCH_DTYPES[dtype]
     a = torch.randn(n, n, dtype=torch_dtype)
     b = torch.randn(n, n, dtype=torch_dtype)
     if pinned:
@@ -583,9 +446,16 @@ def measure_transfer(
 
     threads = torch.get_num_threads()
     samples, calls = time_samples(copy, device, threads, min_run_time_s)
-    name = "host-to-device copy, " + ("pinned" if pinned else "pageable")
-    moved = 2 * a.numel() * a.element_size()
-    return OpResult(name, device, dtype, threads, samples, 0, moved, calls)
+    return OpResult(
+        name="host-to-device copy, " + ("pinned" if pinned else "pageable"),
+        device=device,
+        dtype=dtype,
+        threads=threads,
+        samples_s=samples,
+        flops=0,
+        bytes_moved=2 * a.numel() * a.element_size(),
+        calls_per_sample=calls,
+    )
 
 
 @dataclass(frozen=True)
@@ -604,62 +474,46 @@ class DevicePlan:
 # The CPU plan keeps the three lessons' benchmarks within a few seconds on a
 # 2-core machine; the GPU plans are sized so launch overhead is negligible.
 PLANS: dict[str, DevicePlan] = {
-    "cpu": DevicePlan(2.5, 2048, 0.1, 1024, 64 * MIB, 64, 1024),
-    "mps": DevicePlan(6.0, 8192, 0.1, 4096, 256 * MIB, 64, 4096),
-    "cuda": DevicePlan(8.0, 16384, 0.1, 4096, 1024 * MIB, 64, 8192),
+    "cpu": DevicePlan(
+        sweep_budget_s=2.5,
+        sweep_max_n=2048,
+        min_run_time_s=0.1,
+        illusion_n=1024,
+        stream_bytes=64 * MIB,
+        small_matmul_n=64,
+        large_matmul_n=1024,
+    ),
+    "mps": DevicePlan(
+        sweep_budget_s=6.0,
+        sweep_max_n=8192,
+        min_run_time_s=0.1,
+        illusion_n=4096,
+        stream_bytes=256 * MIB,
+        small_matmul_n=64,
+        large_matmul_n=4096,
+    ),
+    "cuda": DevicePlan(
+        sweep_budget_s=8.0,
+        sweep_max_n=16384,
+        min_run_time_s=0.1,
+        illusion_n=4096,
+        stream_bytes=1024 * MIB,
+        small_matmul_n=64,
+        large_matmul_n=8192,
+    ),
 }
 
 
 def plan_for(device: str) -> DevicePlan:
-    """The measurement plan for a device."""
+    """The measurement plan for a device.
+
+    >>> plan_for("cpu").illusion_n
+    1024
+    """
     return PLANS[device]
 
 
 # --- CPU against GPU -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SweepComparison:
-    """The CPU sweep, the GPU sweep when there is a GPU, and host-to-device copies.
-
-    ``pageable`` and ``pinned`` hold one copy timing per GPU size, in the order of ``gpu``.
-    """
-
-    cpu: tuple[MatmulResult, ...]
-    gpu: tuple[MatmulResult, ...]
-    gpu_device: str | None
-    pageable: tuple[OpResult, ...] = ()
-    pinned: tuple[OpResult, ...] = ()
-
-    def speedup(self, n: int) -> float | None:
-        """GPU/CPU speedup at size n (CPU time over GPU time), when both were measured."""
-        cpu = {r.n: r for r in self.cpu}.get(n)
-        gpu = {r.n: r for r in self.gpu}.get(n)
-        if cpu is None or gpu is None:
-            return None
-        return cpu.median_s / gpu.median_s
-
-    @property
-    def transfer_bound_up_to_n(self) -> int | None:
-        """The largest GPU size whose pageable operand copy took longer than its matmul."""
-        slow = [
-            r.n
-            for r, copy in zip(self.gpu, self.pageable, strict=False)
-            if copy.median_s >= r.median_s
-        ]
-        return max(slow) if slow else None
-
-    @property
-    def crossover_n(self) -> int | None:
-        """The smallest measured n from which on the GPU is faster at every measured size."""
-        sizes = sorted(r.n for r in self.cpu if self.speedup(r.n) is not None)
-        winner = None
-        for n in reversed(sizes):
-            speedup = self.speedup(n)
-            if speedup is None or speedup <= 1:
-                break
-            winner = n
-        return winner
 
 
 def compare_devices(dtype: str = "fp32") -> SweepComparison:
@@ -674,7 +528,7 @@ def compare_devices(dtype: str = "fp32") -> SweepComparison:
     )
     gpu_device = accelerator()
     if gpu_device is None:
-        return SweepComparison(cpu, (), None)
+        return SweepComparison(cpu=cpu, gpu=(), gpu_device=None)
     gpu_plan = plan_for(gpu_device)
     gpu = sweep(
         gpu_device,
@@ -688,4 +542,6 @@ def compare_devices(dtype: str = "fp32") -> SweepComparison:
     pinned: tuple[OpResult, ...] = ()
     if gpu_device == "cuda":
         pinned = tuple(measure_transfer(r.n, gpu_device, dtype, True, run) for r in gpu)
-    return SweepComparison(cpu, gpu, gpu_device, pageable, pinned)
+    return SweepComparison(
+        cpu=cpu, gpu=gpu, gpu_device=gpu_device, pageable=pageable, pinned=pinned
+    )

@@ -1,12 +1,15 @@
 """Rendering of timing, roofline and teaching results: Markdown, text, JSON and SVG.
 
-Compute functions in ``gpulesson.timing.bench``, ``gpulesson.timing.roofline`` and
-``gpulesson.timing.teaching`` return data; the functions here turn that data into what a
-lesson page or the terminal shows. Used by the lessons ``why-gpus.md``,
-``timing.md`` and ``roofline.md`` and by ``gpulesson bench``.
+Compute functions in ``gpulesson.timing.bench``, ``roofline``, ``launch``, ``peak`` and
+``teaching`` return the result objects of ``gpulesson.timing.results`` (and their own);
+the functions here only turn those results into what a lesson page or the terminal
+shows: they never measure, and every figure they print is a field or property of a
+result. This module needs no torch. Used by the lessons ``why-gpus.md``, ``timing.md``
+and ``roofline.md`` and by ``gpulesson bench``.
 
->>> from gpulesson.timing.bench import MatmulResult
->>> print(to_markdown([MatmulResult("cpu", "fp32", 64, 1, (0.001,))]).splitlines()[2])
+>>> from gpulesson.timing.results import MatmulResult
+>>> r = MatmulResult(device="cpu", dtype="fp32", n=64, threads=1, samples_s=(0.001,))
+>>> print(to_markdown([r]).splitlines()[2])
 | 64 | 1 | 0 | 1 | 1 | 1 | 5.24e+05 | 0.5 |
 """
 
@@ -18,30 +21,77 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpulesson.timing import charts
-from gpulesson.timing.bench import (
-    NO_CUDA_TEXT,
+from gpulesson.timing.inputs import barrier_name
+from gpulesson.timing.peak import FLOPS_PER_FMA_LANE, FMA_UNIT_BOUNDS, CpuRoof
+from gpulesson.timing.results import (
     SPREAD_WARNING_IQR_SHARE,
+    FlopCount,
     IllusionResult,
+    LaunchOverhead,
+    LaunchTiming,
+    LinkBandwidth,
     MatmulResult,
     OpResult,
-    SweepComparison,
-    _Spread,
-    barrier_name,
-    matmul_flops,
-)
-from gpulesson.timing.roofline import (
-    SOURCE_ON_DEVICE_TB_PER_S,
-    SOURCE_PCIE_GB_PER_S,
-    LinkBandwidth,
     PrecisionTraffic,
     Roofline,
+    Spread,
+    SweepComparison,
 )
-from gpulesson.timing.teaching import LaneEstimate, TeachingTiming
+from gpulesson.timing.teaching import (
+    EAGER_LAUNCH_S_RANGE,
+    SOURCE_LAUNCH_S,
+    SOURCE_ON_DEVICE_TB_PER_S,
+    SOURCE_PCIE_GB_PER_S,
+    LaunchCorrection,
+)
 from gpulesson.units import GB, MIB
+
+NO_CUDA_TEXT = "no CUDA device in this build"
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g}"
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.3g}"
+
+
+def _time(seconds: float) -> str:
+    """A duration in the unit that reads best.
+
+    >>> _time(0.205), _time(5e-3), _time(1e-5), _time(36.0), _time(1476.0)
+    ('205 ms', '5 ms', '10 µs', '36 s', '24.6 min')
+    """
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def _time_range(low_s: float, high_s: float) -> str:
+    """Two durations in one unit, as a range.
+
+    >>> _time_range(5e-6, 10e-6)
+    '5-10 µs'
+    """
+    low, high = _time(low_s), _time(high_s)
+    low_value, low_unit = low.split(" ")
+    if high.endswith(" " + low_unit):
+        return f"{low_value}-{high}"
+    return f"{low} to {high}"
+
+
+def _ratio(value: float) -> str:
+    """A ratio with thousands separators above 100, three digits below.
+
+    >>> _ratio(24.39), _ratio(500000.0)
+    ('24.4x', '500,000x')
+    """
+    return f"{value:,.0f}x" if value >= 100 else f"{value:.3g}x"
 
 
 def _gflops(flop_per_s: float) -> str:
@@ -136,15 +186,17 @@ def to_markdown(results: Sequence[MatmulResult]) -> str:
     return "\n".join(lines)
 
 
-def _label(r: _Spread) -> str:
+def _label(r: Spread) -> str:
     if isinstance(r, MatmulResult):
         return f"{r.device} n={r.n}"
     if isinstance(r, OpResult):
         return f"{r.device} {r.name}"
+    if isinstance(r, LaunchTiming):
+        return f"{r.device} tiny op, {r.mode}"
     return "timing"
 
 
-def _warnings(results: Sequence[_Spread]) -> list[str]:
+def _warnings(results: Sequence[Spread]) -> list[str]:
     """Spread warnings as one Markdown admonition (empty when every spread is small)."""
     found = [f"    - {_label(r)}: {r.spread_warning}." for r in results if r.spread_warning]
     if not found:
@@ -291,54 +343,182 @@ def illusion_markdown(result: IllusionResult) -> str:
     return "\n".join(lines)
 
 
-def teaching_timing_markdown(t: TeachingTiming | None = None) -> str:
-    """The source's teaching figures and the arithmetic that turns them into ratios."""
-    t = t or TeachingTiming()
+def launch_correction_markdown(c: LaunchCorrection) -> str:
+    """The source's example at its 5 ms launch and at the cited launch costs, side by side."""
+    examples = (c.source, *c.corrected)
+    t = c.source
+    head = " | ".join(
+        [f"source's launch, {_time(t.launch_s)}"]
+        + [f"launch {_time(x.launch_s)}" for x in c.corrected]
+    )
+
+    def row(label: str, arithmetic: str, cells: list[str]) -> str:
+        return f"| {label} | {arithmetic} | " + " | ".join(cells) + " |"
+
+    low, high = c.naive_speedup_range
+    ill_low, ill_high = c.illusion_range
+    honest = sorted({f"{x.honest_speedup:.3g}x" for x in c.corrected})
     return "\n".join(
         [
             f"Teaching estimate (not a measurement), one {t.n} x {t.n} fp32 matmul: "
-            f"CPU {t.cpu_s} s, GPU kernel {t.kernel_s} s, launch {t.launch_s * 1e3:g} ms.",
+            f"CPU {t.cpu_s:g} s, GPU kernel {t.kernel_s:g} s. The source adds a "
+            f"{_time(SOURCE_LAUNCH_S)} launch; a launch from PyTorch eager costs about "
+            f"{_time_range(*EAGER_LAUNCH_S_RANGE)} (cited).",
             "",
-            "| | arithmetic | result |",
-            "|---|---|---:|",
-            f"| GPU time, honest | kernel + launch = {t.kernel_s} + {t.launch_s} s "
-            f"| {t.gpu_honest_s:.3f} s |",
-            f"| GPU time, naive | launch only | {t.gpu_naive_s:.3f} s |",
-            f"| speedup, honest | {t.cpu_s} / {t.gpu_honest_s:.3f} | {t.honest_speedup:.1f}x |",
-            f"| speedup, naive | {t.cpu_s} / {t.gpu_naive_s:.3f} | {t.naive_speedup:,.0f}x |",
-            f"| illusion | {t.naive_speedup:,.0f} / {t.honest_speedup:.1f} | {t.illusion:.0f}x |",
-            f"| a 10-hour CPU job, honest | 600 min / {t.honest_speedup:.1f} | "
-            f"{600 / t.honest_speedup:.1f} min |",
-            f"| the same job, naive | 36,000 s / {t.naive_speedup:,.0f} | "
-            f"{36000 / t.naive_speedup:.0f} s |",
+            f"| | arithmetic | {head} |",
+            "|---|---|" + "---:|" * len(examples),
+            row("GPU time, honest", "kernel + launch", [_time(x.gpu_honest_s) for x in examples]),
+            row("GPU time, naive", "launch only", [_time(x.gpu_naive_s) for x in examples]),
+            row(
+                "speedup, honest",
+                f"{t.cpu_s:g} s / honest",
+                [_ratio(x.honest_speedup) for x in examples],
+            ),
+            row(
+                "speedup, naive",
+                f"{t.cpu_s:g} s / naive",
+                [_ratio(x.naive_speedup) for x in examples],
+            ),
+            row("illusion", "naive / honest speedup", [_ratio(x.illusion) for x in examples]),
+            row(
+                f"a {t.cpu_job_s / 3600:g}-hour CPU job, honest",
+                f"{t.cpu_job_s:,.0f} s / honest speedup",
+                [_time(x.job_honest_s) for x in examples],
+            ),
+            row(
+                "the same job, naive",
+                f"{t.cpu_job_s:,.0f} s / naive speedup",
+                [_time(x.job_naive_s) for x in examples],
+            ),
+            "",
+            f"At the source's {_time(SOURCE_LAUNCH_S)} the naive stopwatch says "
+            f"{_ratio(c.source.naive_speedup)}. At a launch cost of microseconds it says "
+            f"{_sci(low)} to {_sci(high)}, and overstates the GPU's speed {_sci(ill_low)} to "
+            f"{_sci(ill_high)} times (kernel over launch). The honest speedup hardly moves: "
+            f"{_ratio(c.source.honest_speedup)} at the source's launch, {' to '.join(honest)} "
+            "at microseconds.",
         ]
     )
 
 
-def flops_markdown(sizes: Sequence[int] = (4000, 5000, 10000)) -> str:
-    """2n^3 for a few sizes, with the ratio to the first."""
-    base = matmul_flops(sizes[0])
-    lines = ["| n | 2n^3 FLOPs | relative to n = " + str(sizes[0]) + " |", "|---:|---:|---:|"]
-    for n in sizes:
-        lines.append(f"| {n:,} | {_sci(matmul_flops(n))} | {matmul_flops(n) / base:.3f}x |")
+def launch_markdown(r: LaunchOverhead) -> str:
+    """The tiny op's cost per call on this build's device, labelled by what it measures."""
+    timings = [r.eager] + ([r.graph] if r.graph is not None else [])
+    lines = [
+        f"| {r.op} on {r.device} | median per call (µs) | IQR (µs) | samples | calls per sample |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    labels = {"eager": "eager (one PyTorch call each)", "cuda-graph": "CUDA graph replay"}
+    for t in timings:
+        lines.append(
+            f"| {labels.get(t.mode, t.mode)} | {_us(t.median_s)} | {_us(t.iqr_s)} | "
+            f"{t.repeats} | {t.calls_per_sample:,} |"
+        )
+    lines.append("")
+    cited = _time_range(*EAGER_LAUNCH_S_RANGE)
+    if r.device == "cpu":
+        lines.append(
+            f"This build has no GPU, so this is **not a kernel launch**: it is what PyTorch's "
+            f"dispatch of a tiny op costs per call on this CPU, {_time(r.median_s)}. A GPU "
+            "call adds the driver's kernel launch to that dispatch: about "
+            f"{cited} per launch from PyTorch eager (cited), "
+            f"{SOURCE_LAUNCH_S / EAGER_LAUNCH_S_RANGE[1]:,.0f}-"
+            f"{SOURCE_LAUNCH_S / EAGER_LAUNCH_S_RANGE[0]:,.0f} times less than the source's "
+            f"{_time(SOURCE_LAUNCH_S)}."
+        )
+    else:
+        sentence = (
+            f"On this build's {r.device}, a tiny op costs {_time(r.median_s)} per call from "
+            "PyTorch eager: that is the launch overhead, "
+            f"{SOURCE_LAUNCH_S / r.median_s:,.0f} times less than the source's "
+            f"{_time(SOURCE_LAUNCH_S)}."
+        )
+        if r.graph_median_s is not None:
+            sentence += (
+                f" Replayed from a CUDA graph, the same op costs {_time(r.graph_median_s)}: "
+                "the GPU-side cost, once the CPU no longer launches each kernel."
+            )
+        lines.append(sentence)
+    lines += _warnings(timings)
     return "\n".join(lines)
 
 
-def lane_estimate_markdown(e: LaneEstimate | None = None) -> str:
-    """The lane-width teaching estimate with its arithmetic."""
-    e = e or LaneEstimate()
-    return "\n".join(
-        [
-            "| | arithmetic | lane-cycles per second |",
-            "|---|---|---:|",
-            f"| CPU (example) | {e.cpu_cores} cores x {e.cpu_hz / 1e9:g} GHz | "
-            f"{_sci(e.cpu_lane_cycles_per_s)} |",
-            f"| GPU (example) | {e.gpu_lanes:,} lanes x {e.gpu_hz / 1e9:g} GHz | "
-            f"{_sci(e.gpu_lane_cycles_per_s)} |",
-            f"| ratio | {_sci(e.gpu_lane_cycles_per_s)} / {_sci(e.cpu_lane_cycles_per_s)} | "
-            f"{e.ratio:.0f}x |",
+def flops_markdown(counts: Sequence[FlopCount]) -> str:
+    """2n^3 for a few sizes, with the ratio to the first (``results.flop_counts``)."""
+    lines = [
+        f"| n | 2n^3 FLOPs | relative to n = {counts[0].n} |",
+        "|---:|---:|---:|",
+    ]
+    for c in counts:
+        lines.append(f"| {c.n:,} | {_sci(c.flops)} | {c.relative_to_first:.3f}x |")
+    return "\n".join(lines)
+
+
+def cpu_peak_markdown(roof: CpuRoof) -> str:
+    """The CPU peak model's terms, its bounds, the best measured matmul, and what they imply."""
+    p = roof.peak
+
+    def known(value: object, text: str) -> str:
+        return text if value is not None else "not revealed"
+
+    per_unit = p.per_fma_unit_flop_per_s
+    bounds = " or ".join(f"{_gflops(rate)}" for _, rate in p.bounds_flop_per_s)
+    units = " or ".join(str(u) for u in FMA_UNIT_BOUNDS)
+    clock = f"{p.clock_hz / 1e9:.3g} GHz" if p.clock_hz is not None else None
+    lines = [
+        f"| term of the CPU peak ({p.dtype}) | value | where it comes from |",
+        "|---|---:|---|",
+        f"| cores | {known(p.cores, str(p.cores))} | {p.cores_source} |",
+        "| FMA units per core | not revealed | the CPU does not report it; vendors' "
+        f"optimization manuals do ({units} on current cores) |",
+        f"| SIMD lanes | {known(p.simd_lanes, str(p.simd_lanes))} | "
+        f"{p.simd or 'CPU flags'}: {p.lanes_note} |",
+        f"| FLOPs per lane per FMA | {FLOPS_PER_FMA_LANE} | a multiply and an add"
+        + ("" if p.fma else " (no FMA flag: on separate units)")
+        + " |",
+        f"| clock | {clock or 'not revealed'} | {p.clock_source} |",
+    ]
+    if per_unit is not None:
+        lines += [
+            f"| peak per FMA unit (GFLOP/s) | {_gflops(per_unit)} | "
+            f"{p.cores} x {p.simd_lanes} x {FLOPS_PER_FMA_LANE} x {clock} |",
+            f"| peak with {units} FMA units per core (GFLOP/s) | {bounds} | "
+            f"peak per FMA unit x {units} |",
         ]
-    )
+    lines += [
+        f"| best measured matmul (GFLOP/s) | {_gflops(roof.achieved_flop_per_s)} | "
+        f"{roof.achieved_source} |",
+        "",
+    ]
+    achieved = f"{_gflops(roof.achieved_flop_per_s)} GFLOP/s"
+    implied = roof.fma_units_implied
+    verdict = roof.verdict
+    if verdict == "unknown":
+        lines.append(
+            f"This machine does not reveal its {', '.join(p.unknown_terms[1:])}, so the model "
+            f"gives no peak here; the roof this page can count on is the measured {achieved}."
+        )
+    elif verdict == "below_one_unit":
+        lines.append(
+            f"The best matmul measured here reached {implied:.0%} of the one-unit peak, so this "
+            "measurement cannot tell whether the cores have one FMA unit or two; the achievable "
+            f"roof is the measured {achieved}."
+        )
+    elif verdict == "needs_two_units":
+        lines.append(
+            f"The best matmul measured here ran at {implied:.2f} times the one-unit peak: "
+            "faster than one FMA unit per core can go, so these cores have at least two, and "
+            f"the matmul reached {implied / FMA_UNIT_BOUNDS[-1]:.0%} of the two-unit peak. "
+            f"The achievable roof is the measured {achieved}."
+        )
+    else:
+        lines.append(
+            f"The best matmul measured here ran at {implied:.2f} times the one-unit peak, "
+            f"faster than even {FMA_UNIT_BOUNDS[-1]} FMA units per core at {clock}: the cores "
+            "ran above the clock the machine reported (boost), or have more units. The "
+            f"achievable roof is the measured {achieved}."
+        )
+    return "\n".join(lines)
 
 
 def roofline_markdown(roof: Roofline) -> str:
@@ -357,11 +537,11 @@ def roofline_markdown(roof: Roofline) -> str:
         "| share of ceiling | regime |",
         "|---|---:|---:|---:|---:|---|",
     ]
-    for op in roof.ops:
-        ceiling = roof.ceiling_flop_per_s(op.intensity_flop_per_byte)
+    for p in roof.placements:
+        op = p.op
         lines.append(
             f"| {op.name} | {op.intensity_flop_per_byte:.3g} | {_gflops(op.flop_per_s)} | "
-            f"{_gflops(ceiling)} | {op.flop_per_s / ceiling:.0%} | {roof.bound(op)} |"
+            f"{_gflops(p.ceiling_flop_per_s)} | {p.share_of_ceiling:.0%} | {p.regime} |"
         )
     lines += _warnings([roof.bandwidth, *roof.ops])
     return "\n".join(lines)
@@ -418,7 +598,10 @@ def link_markdown(link: LinkBandwidth | None) -> str:
             f"| {label} | {op.bytes_moved / MIB:,.0f} | {_ms(op.median_s)} | "
             f"{op.bytes_per_s / GB:,.1f} |"
         )
-    ratio = link.on_device.bytes_per_s / (link.pinned or link.pageable).bytes_per_s
-    lines += ["", f"On-device copies run {ratio:.0f}x faster than the host link here. {quoted}"]
+    lines += [
+        "",
+        f"On-device copies run {link.on_device_over_link:.0f}x faster than the host link here. "
+        f"{quoted}",
+    ]
     lines += _warnings([op for _, op in rows])
     return "\n".join(lines)

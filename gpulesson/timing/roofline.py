@@ -3,30 +3,31 @@
 Every measurement here is timed by ``gpulesson.timing.bench`` (warm-up, barriers, median
 of many samples) and keeps its FLOP and byte counts beside its time, so the
 roofline's bandwidth roof, compute roof and ridge point all come from this build's
-machine. Used by the lesson ``roofline.md``; ``gpulesson.timing.render`` renders it.
+machine. The results (``Roofline``, ``PrecisionTraffic``, ``LinkBandwidth``) live in
+``gpulesson.timing.results``; ``gpulesson.timing.render`` renders them. Used by the
+lesson ``roofline.md``.
 
->>> Roofline("cpu", OpResult("copy", "cpu", "fp32", 1, (1.0,), 0, 10**10),
-...          OpResult("mm", "cpu", "fp32", 1, (1.0,), 10**11, 10**8), ()).ridge_flop_per_byte
-10.0
+>>> op = measure_bandwidth(n_bytes=4 * MIB, min_run_time_s=0.01)
+>>> op.name, op.bytes_moved == 8 * MIB
+('copy', True)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from gpulesson.timing.bench import (
-    _TORCH_DTYPES,
+    TORCH_DTYPES,
     DevicePlan,
-    OpResult,
     measure_matmul,
     measure_transfer,
     plan_for,
     time_samples,
 )
+from gpulesson.timing.results import LinkBandwidth, OpResult, PrecisionTraffic, Roofline
 from gpulesson.units import MIB
 
 
@@ -42,7 +43,16 @@ def measure_op(
     """Time any operation honestly and keep its FLOP and byte counts beside it."""
     threads = torch.get_num_threads()
     samples, calls = time_samples(fn, device, threads, min_run_time_s)
-    return OpResult(name, device, dtype, threads, samples, flops, bytes_moved, calls)
+    return OpResult(
+        name=name,
+        device=device,
+        dtype=dtype,
+        threads=threads,
+        samples_s=samples,
+        flops=flops,
+        bytes_moved=bytes_moved,
+        calls_per_sample=calls,
+    )
 
 
 def measure_bandwidth(
@@ -54,7 +64,7 @@ def measure_bandwidth(
     >>> op.bytes_moved == 8 * MIB, op.flops
     (True, 0)
     """
-    torch_dtype = _TORCH_DTYPES[dtype]
+    torch_dtype = TORCH_DTYPES[dtype]
     count = n_bytes // torch.empty((), dtype=torch_dtype).element_size()
     src = torch.randn(count, device=device).to(torch_dtype)
     dst = torch.empty_like(src)
@@ -66,7 +76,7 @@ def measure_add(
     device: str = "cpu", n_bytes: int = 64 * MIB, dtype: str = "fp32", min_run_time_s: float = 0.1
 ) -> OpResult:
     """Elementwise add, c = a + b: one FLOP per element, three tensors of traffic."""
-    torch_dtype = _TORCH_DTYPES[dtype]
+    torch_dtype = TORCH_DTYPES[dtype]
     count = n_bytes // torch.empty((), dtype=torch_dtype).element_size()
     a = torch.randn(count, device=device).to(torch_dtype)
     b = torch.randn(count, device=device).to(torch_dtype)
@@ -90,7 +100,7 @@ def measure_softmax(
     device: str = "cpu", n_bytes: int = 64 * MIB, dtype: str = "fp32", min_run_time_s: float = 0.1
 ) -> OpResult:
     """Row softmax over a (rows, 1024) tensor; FLOPs counted as 5 per element."""
-    torch_dtype = _TORCH_DTYPES[dtype]
+    torch_dtype = TORCH_DTYPES[dtype]
     count = n_bytes // torch.empty((), dtype=torch_dtype).element_size()
     x = torch.randn(count // 1024, 1024, device=device).to(torch_dtype)
     out = torch.empty_like(x)
@@ -111,63 +121,17 @@ def measure_matmul_op(
 ) -> OpResult:
     """An n x n matmul as a roofline point: 2n^3 FLOPs over 3n^2 elements of traffic."""
     result = measure_matmul(n, device, dtype, min_run_time_s=min_run_time_s)
-    itemsize = torch.empty((), dtype=_TORCH_DTYPES[dtype]).element_size()
+    itemsize = torch.empty((), dtype=TORCH_DTYPES[dtype]).element_size()
     return OpResult(
-        f"matmul n={n}",
-        device,
-        dtype,
-        result.threads,
-        result.samples_s,
-        result.flops,
-        3 * n * n * itemsize,
-        result.calls_per_sample,
+        name=f"matmul n={n}",
+        device=device,
+        dtype=dtype,
+        threads=result.threads,
+        samples_s=result.samples_s,
+        flops=result.flops,
+        bytes_moved=3 * n * n * itemsize,
+        calls_per_sample=result.calls_per_sample,
     )
-
-
-# An op reaching less than this share of its roofline ceiling is called
-# overhead-bound: neither bandwidth nor arithmetic is what holds it back.
-OVERHEAD_SHARE = 0.25
-
-
-@dataclass(frozen=True)
-class Roofline:
-    """Measured bandwidth and matmul peak on one device, with operations placed under them."""
-
-    device: str
-    bandwidth: OpResult
-    peak: OpResult
-    ops: tuple[OpResult, ...]
-
-    @property
-    def peak_flop_per_s(self) -> float:
-        return self.peak.flop_per_s
-
-    @property
-    def bandwidth_bytes_per_s(self) -> float:
-        return self.bandwidth.bytes_per_s
-
-    @property
-    def ridge_flop_per_byte(self) -> float:
-        """The intensity above which the matmul peak, not bandwidth, is the ceiling."""
-        return self.peak_flop_per_s / self.bandwidth_bytes_per_s
-
-    def ceiling_flop_per_s(self, intensity_flop_per_byte: float) -> float:
-        """The roofline: min(peak, bandwidth x intensity)."""
-        return min(self.peak_flop_per_s, self.bandwidth_bytes_per_s * intensity_flop_per_byte)
-
-    def bound(self, op: OpResult) -> str:
-        """Which roof is above the op; 'overhead-bound' when it is far below either.
-
-        Left of the ridge the bandwidth roof limits an op, right of it the peak
-        does. An op under ``OVERHEAD_SHARE`` of its ceiling is held back by
-        something the roofline does not model: per-call overhead, for small ops.
-        """
-        ceiling = self.ceiling_flop_per_s(op.intensity_flop_per_byte)
-        if op.flop_per_s < OVERHEAD_SHARE * ceiling:
-            return "overhead-bound (far below its roof)"
-        if op.intensity_flop_per_byte < self.ridge_flop_per_byte:
-            return "memory-bound"
-        return "compute-bound"
 
 
 def measure_roofline(device: str = "cpu", plan: DevicePlan | None = None) -> Roofline:
@@ -182,38 +146,16 @@ def measure_roofline(device: str = "cpu", plan: DevicePlan | None = None) -> Roo
         measure_matmul_op(plan.small_matmul_n, device, min_run_time_s=run),
         large,
     )
-    return Roofline(device, bandwidth, large, ops)
-
-
-@dataclass(frozen=True)
-class PrecisionTraffic:
-    """The same elementwise add in fp32 and bf16: half the bytes, about half the time?"""
-
-    fp32: OpResult
-    bf16: OpResult
-
-    @property
-    def speedup(self) -> float:
-        return self.fp32.median_s / self.bf16.median_s
+    return Roofline(device=device, bandwidth=bandwidth, peak=large, ops=ops)
 
 
 def measure_precision_traffic(device: str = "cpu", n_elements: int = 8 * 2**20) -> PrecisionTraffic:
     """Time c = a + b on the same element count in fp32 and in bf16."""
     run = plan_for(device).min_run_time_s
     return PrecisionTraffic(
-        measure_add(device, n_elements * 4, "fp32", run),
-        measure_add(device, n_elements * 2, "bf16", run),
+        fp32=measure_add(device, n_elements * 4, "fp32", run),
+        bf16=measure_add(device, n_elements * 2, "bf16", run),
     )
-
-
-@dataclass(frozen=True)
-class LinkBandwidth:
-    """Host-to-device copy rates beside the on-device copy rate (GPU builds only)."""
-
-    device: str
-    pageable: OpResult
-    pinned: OpResult | None
-    on_device: OpResult
 
 
 def measure_link(device: str, n: int = 4096) -> LinkBandwidth:
@@ -224,9 +166,4 @@ def measure_link(device: str, n: int = 4096) -> LinkBandwidth:
     pageable = measure_transfer(n, device, "fp32", False, run)
     pinned = measure_transfer(n, device, "fp32", True, run) if device == "cuda" else None
     on_device = measure_bandwidth(device, plan_for(device).stream_bytes, min_run_time_s=run)
-    return LinkBandwidth(device, pageable, pinned, on_device)
-
-
-# The source lesson's ranges, shown only as quoted ranges, never as this build's figures.
-SOURCE_PCIE_GB_PER_S = (10, 60)
-SOURCE_ON_DEVICE_TB_PER_S = (1, 3)
+    return LinkBandwidth(device=device, pageable=pageable, pinned=pinned, on_device=on_device)

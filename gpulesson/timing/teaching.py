@@ -1,35 +1,76 @@
-"""Teaching estimates, not measurements: the source lesson's example figures.
+"""Teaching estimates, not measurements: the source lesson's example timings, corrected.
 
-These numbers are chosen to be checkable by hand and are shown on a page only
-under a "teaching estimate" label with their arithmetic beside them
-(``gpulesson.timing.render.teaching_timing_markdown`` and
-``lane_estimate_markdown``). Used by the lessons ``timing.md`` (the async
-illusion's example timings) and ``why-gpus.md`` (the lane-width comparison).
+The source lesson times one 5000 x 5000 fp32 matmul with example figures: CPU 5.0 s,
+GPU kernel 0.20 s, kernel launch 5 ms. The CPU and kernel figures are kept as
+teaching estimates, checkable by hand. The 5 ms launch is wrong by about three orders
+of magnitude: a kernel launch from PyTorch eager costs about 5-10 microseconds of CPU
+time, and a few microseconds on the GPU's side (``LAUNCH_SOURCES``). It is kept only as
+``SOURCE_LAUNCH_S``, quoted so the lesson can correct it; every computed example uses
+the cited range, ``EAGER_LAUNCH_S_RANGE``, or a launch measured on the build's GPU
+(``gpulesson.timing.launch``).
 
->>> round(TeachingTiming().illusion), round(LaneEstimate().ratio)
-(41, 128)
+Shown on a page only under a "teaching estimate" label with their arithmetic beside
+them (``gpulesson.timing.render.launch_correction_markdown``). Used by the lesson
+``timing.md`` and by the throughput race and timing lab (``gpulesson.site.labs``).
+
+>>> round(TeachingTiming(launch_s=SOURCE_LAUNCH_S).naive_speedup)
+1000
+>>> round(TeachingTiming().naive_speedup), round(TeachingTiming().honest_speedup)
+(500000, 25)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The source lesson's launch figure, quoted only to be corrected.
+SOURCE_LAUNCH_S = 5e-3
+
+# Kernel launch cost from PyTorch eager, as cited: about 5-10 us per launch of CPU
+# time (dispatch plus the driver's launch call), a few us on the GPU's side.
+EAGER_LAUNCH_S_RANGE = (5e-6, 10e-6)
+
+LAUNCH_SOURCES: tuple[tuple[str, str], ...] = (
+    (
+        "PyTorch blog, Accelerating PyTorch with CUDA Graphs (2021): launch overhead per "
+        "kernel, and CUDA graphs that replay many kernels with one launch",
+        "https://pytorch.org/blog/accelerating-pytorch-with-cuda-graphs/",
+    ),
+    (
+        "Horace He, Making Deep Learning Go Brrrr From First Principles (2022): the "
+        "overhead-bound regime, where time goes to Python and launches, not arithmetic",
+        "https://horace.io/brrr_intro.html",
+    ),
+    (
+        "Modal GPU Glossary, CUDA Graph: each launch takes on the order of microseconds",
+        "https://modal.com/gpu-glossary/host-software/cuda-graph",
+    ),
+)
+
+# The source lesson's ranges for the host link and on-device memory, shown only as
+# quoted ranges beside this build's measurements, never as its figures.
+SOURCE_PCIE_GB_PER_S = (10, 60)
+SOURCE_ON_DEVICE_TB_PER_S = (1, 3)
+
+TEN_HOURS_S = 36_000.0  # the example CPU job the lesson scales
+
 
 @dataclass(frozen=True)
 class TeachingTiming:
-    """The source lesson's example timings for one 5000 x 5000 fp32 matmul.
+    """Example timings for one n x n fp32 matmul, and every ratio a stopwatch would give.
 
-    They are chosen to be checkable by hand, not measured on any machine.
+    Defaults: the source's CPU and kernel figures with the cited upper launch cost.
 
-    >>> t = TeachingTiming()
+    >>> t = TeachingTiming(launch_s=SOURCE_LAUNCH_S)
     >>> round(t.naive_speedup), round(t.honest_speedup, 1), round(t.illusion)
     (1000, 24.4, 41)
     """
 
     cpu_s: float = 5.0
     kernel_s: float = 0.20
-    launch_s: float = 0.005
+    launch_s: float = EAGER_LAUNCH_S_RANGE[1]
     n: int = 5000
+    cpu_job_s: float = TEN_HOURS_S
 
     @property
     def flops(self) -> float:
@@ -58,39 +99,64 @@ class TeachingTiming:
 
     @property
     def naive_speedup(self) -> float:
+        """CPU time over the naive GPU time: what a missing barrier reports."""
         return self.cpu_s / self.gpu_naive_s
 
     @property
     def honest_speedup(self) -> float:
+        """CPU time over the honest GPU time."""
         return self.cpu_s / self.gpu_honest_s
 
     @property
     def illusion(self) -> float:
+        """How many times too fast the naive stopwatch makes the GPU look."""
         return self.naive_speedup / self.honest_speedup
+
+    @property
+    def job_honest_s(self) -> float:
+        """The example CPU job (``cpu_job_s``) on the GPU, at the honest speedup."""
+        return self.cpu_job_s / self.honest_speedup
+
+    @property
+    def job_naive_s(self) -> float:
+        """The same job at the naive speedup: the plan a missing barrier would make."""
+        return self.cpu_job_s / self.naive_speedup
 
 
 @dataclass(frozen=True)
-class LaneEstimate:
-    """The source's crude parallel-width comparison: lanes x clock, CPU vs GPU.
+class LaunchCorrection:
+    """The source's example with its 5 ms launch, beside the same example at cited costs."""
 
-    >>> e = LaneEstimate()
-    >>> e.cpu_lane_cycles_per_s, e.gpu_lane_cycles_per_s, round(e.ratio)
-    (32000000000.0, 4096000000000.0, 128)
+    source: TeachingTiming
+    corrected: tuple[TeachingTiming, ...]
+
+    @property
+    def naive_speedup_range(self) -> tuple[float, float]:
+        """The naive speedups the cited launch costs give, lowest first."""
+        values = sorted(t.naive_speedup for t in self.corrected)
+        return values[0], values[-1]
+
+    @property
+    def illusion_range(self) -> tuple[float, float]:
+        """How many times too fast the GPU looks at the cited launch costs, lowest first."""
+        values = sorted(t.illusion for t in self.corrected)
+        return values[0], values[-1]
+
+
+def launch_correction(
+    cpu_s: float = 5.0, kernel_s: float = 0.20, n: int = 5000
+) -> LaunchCorrection:
+    """The example at the source's launch and at each end of the cited range.
+
+    >>> c = launch_correction()
+    >>> [round(v) for v in c.illusion_range], round(c.source.illusion)
+    ([20001, 40001], 41)
     """
 
-    cpu_cores: int = 8
-    cpu_hz: float = 4e9
-    gpu_lanes: int = 2560
-    gpu_hz: float = 1.6e9
+    def example(launch_s: float) -> TeachingTiming:
+        return TeachingTiming(cpu_s=cpu_s, kernel_s=kernel_s, launch_s=launch_s, n=n)
 
-    @property
-    def cpu_lane_cycles_per_s(self) -> float:
-        return self.cpu_cores * self.cpu_hz
-
-    @property
-    def gpu_lane_cycles_per_s(self) -> float:
-        return self.gpu_lanes * self.gpu_hz
-
-    @property
-    def ratio(self) -> float:
-        return self.gpu_lane_cycles_per_s / self.cpu_lane_cycles_per_s
+    return LaunchCorrection(
+        source=example(SOURCE_LAUNCH_S),
+        corrected=tuple(example(s) for s in sorted(EAGER_LAUNCH_S_RANGE, reverse=True)),
+    )

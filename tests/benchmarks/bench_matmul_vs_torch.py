@@ -15,7 +15,8 @@ import statistics
 import torch
 from torch.utils import benchmark
 
-from gpulesson.timing.bench import matmul_flops, measure_matmul
+from gpulesson.timing.bench import measure_matmul
+from gpulesson.timing.results import matmul_flops
 
 
 def torch_rate(n: int, threads: int, min_run_time_s: float) -> float:
