@@ -11,8 +11,11 @@ import importlib.util
 import io
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -375,6 +378,23 @@ def test_cli_json_is_one_object_with_every_field(run_cli):
     assert m["device"] == "cpu" and m["n"] == 16 and m["threads"] == 1
     assert m["flops"] == 2 * 16**3
     assert m["flop_per_s"] == pytest.approx(m["flops"] / m["median_s"])
+
+
+def test_the_console_script_times_into_a_closed_pipe_without_a_traceback():
+    script = shutil.which("gpulesson", path=str(Path(sys.executable).parent))
+    if not script:
+        pytest.skip("the gpulesson console script is not installed (pip install -e .)")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the table is printed
+    result = subprocess.run(
+        [script, "bench", "--device", "cpu", "--sizes", "16", "--threads", "1"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
+    os.close(write_end)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
 _NO_TORCH_PARSE = """

@@ -11,11 +11,12 @@ threads torch runs), the SIMD width (the CPU flags: ``avx512f`` is 512 bits,
 ``avx2`` 256, ``asimd``/``neon`` 128) and a clock (``/sys`` or ``/proc/cpuinfo``).
 It does not reveal how many FMA units a core has: that is in the vendor's
 optimization manual (Intel's 64 and IA-32 Architectures Optimization Reference
-Manual; AMD's Software Optimization Guides), tabulated per microarchitecture at
-https://en.wikichip.org/wiki/flops (for example 32 fp32 FLOPs per cycle per core
-for two 256-bit FMA units). So the model gives a rate *per FMA unit*, the bounds for
-one and two units, and the lesson takes the best measured matmul as the roof
-this machine actually achieves.
+Manual; AMD's Software Optimization Guides), in measured instruction throughputs
+(https://agner.org/optimize/), and tabulated per microarchitecture at
+https://en.wikichip.org/wiki/flops and in https://stackoverflow.com/questions/15655835
+(for example 32 fp32 FLOPs per cycle per core for two 256-bit FMA units). So the
+model gives a rate *per FMA unit*, the bounds for one and two units, and the lesson
+takes the best measured matmul as the roof this machine actually achieves.
 
 The GPU side of the comparison is the datasheet tensor-core peak: it comes from the
 datasheet table of ``gpulesson.results`` (the results issue), not from here.
