@@ -5,7 +5,8 @@ uses, so ``pytest -m "not browser and not site and not notebooks"`` is the fast 
 
 * ``site``: the test uses the strictly built site (``built_site``) or builds one itself;
 * ``browser``: the test drives Chromium (``tests/test_*browser*.py``);
-* ``notebooks``: the test executes or inspects the generated notebooks;
+* ``notebooks``: the test executes the companion notebooks (checks of their text are fast
+  and stay in the loop);
 * ``gpu``: the test needs a CUDA device (the test sets it; skipped here, with the reason,
   on a machine without one).
 """
@@ -31,8 +32,8 @@ from gpulesson import probe as probe_module
 
 REPO = Path(__file__).resolve().parent.parent
 
-_SITE_MODULES = ("test_site", "test_links")
-_SLOW_BUILD_TESTS = ("test_a_real_build_",)
+#: Tests that run ``mkdocs build`` themselves (a fixture site, or the course until it fails).
+_SLOW_BUILD_TESTS = ("test_a_real_build_", "test_require_cuda_fails_")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -48,13 +49,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = getattr(item, "fixturenames", ())
         if module.startswith("test_") and "browser" in module:
             item.add_marker(pytest.mark.browser)
-        if module == "test_notebooks":
+        if module == "test_notebooks" and item.name.startswith("test_notebook_runs_"):
             item.add_marker(pytest.mark.notebooks)
-        if (
-            "built_site" in fixtures
-            or module in _SITE_MODULES
-            or item.name.startswith(_SLOW_BUILD_TESTS)
-        ):
+        if "built_site" in fixtures or item.name.startswith(_SLOW_BUILD_TESTS):
             item.add_marker(pytest.mark.site)
 
 
