@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-IGNORED = (".git", ".venv", "site", ".cache", "__pycache__", ".pytest_cache", ".ruff_cache")
+IGNORED = (".git", ".venv", ".cache", "__pycache__", ".pytest_cache", ".ruff_cache")
+TOP_LEVEL_IGNORED = ("site",)  # the built site; gpulesson/site/ is code and is copied
 COLD_LIMIT_S = 60.0
 PROSE_SHARE = 0.25
 SERVE_PROSE_LIMIT_S = 3.0
@@ -58,9 +59,15 @@ class BuildTiming:
 def copy_repo(target: Path) -> Path:
     """Copy the working tree (not .git, the venv or caches) to ``target``/repo."""
     repo = target / "repo"
-    shutil.copytree(
-        REPO, repo, ignore=shutil.ignore_patterns(*IGNORED, "*.egg-info", "node_modules")
-    )
+    patterns = shutil.ignore_patterns(*IGNORED, "*.egg-info", "node_modules")
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        ignored = set(patterns(folder, names))
+        if Path(folder) == REPO:
+            ignored.update(name for name in names if name in TOP_LEVEL_IGNORED)
+        return ignored
+
+    shutil.copytree(REPO, repo, ignore=ignore)
     return repo
 
 
