@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from gpulesson.site import claims, facts
@@ -10,7 +13,6 @@ from gpulesson.site import claims, facts
 @pytest.fixture(autouse=True)
 def _page():
     facts.reset()
-    claims.reset()
     facts.begin_page("lessons/roofline.md")
     facts.begin_block("roofline-table")
     facts.publish("roofline.bandwidth_roof", 32.0, "GB/s")
@@ -18,7 +20,6 @@ def _page():
     facts.end_block()
     yield
     facts.reset()
-    claims.reset()
 
 
 def test_a_claim_that_holds_renders_its_sentence_with_the_numbers_filled_in():
@@ -107,3 +108,66 @@ def test_the_record_entry_has_page_text_status_and_numbers():
     entry = claims.claims()[0].to_dict()
     assert {"page", "text", "status", "numbers", "rule"} <= set(entry)
     assert entry["text"] == "Add at 51 GB/s."
+
+
+def test_claims_travel_as_facts_so_the_cache_and_the_worker_carry_them():
+    facts.begin_block("roofline-claims")
+    claims.claim("Add at {roofline.best_add_rate:.0f} GB/s.", "roofline.best_add_rate > 1")
+    published = [f.to_dict() for f in facts.end_block()]
+    assert [f["name"] for f in published] == ["claim#1"]
+    facts.reset()  # a later, cached build: the block is replayed, not run
+    facts.begin_page("lessons/roofline.md")
+    facts.replay(published)
+    assert [c.text for c in claims.claims()] == ["Add at 51 GB/s."]
+    assert claims.claims()[0].status == claims.HOLDS
+
+
+# --- a real strict build: the admonition, the record, and the publish build that stops ------
+
+PAGE = """# Claims
+
+```python exec="on" id="measure"
+from gpulesson.site import facts
+facts.publish("demo.rate", {rate}, "GB/s")
+print("| rate (GB/s) |\\n|---:|\\n| {rate} |")
+```
+
+```python exec="on" id="claim"
+from gpulesson.site.claims import claim
+print(claim("The rate is {{demo.rate:.0f}} GB/s, above 10 GB/s.", "demo.rate > 10"))
+```
+"""
+
+
+def _claims_project(tmp_path: Path, rate: float) -> Path:
+    from tests.test_exec_cache import _project
+
+    return _project(tmp_path, {"index.md": PAGE.format(rate=rate)})
+
+
+@pytest.mark.site
+def test_a_real_build_shows_a_failing_claim_and_a_publish_build_stops(tmp_path):
+    from tests.test_exec_cache import _run_build
+
+    project = _claims_project(tmp_path, 50.0)
+    result = _run_build(project, tmp_path / "cache")
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = json.loads((project / "site" / "build-record.json").read_text())
+    assert [(c["page"], c["status"]) for c in record["claims"]] == [("index.md", "holds")]
+    assert record["claims"][0]["numbers"] == {"demo.rate": 50.0}
+    assert "checked on this build" in (project / "site" / "index.html").read_text()
+
+    project = _claims_project(tmp_path, 5.0)  # the number under the claim changes
+    result = _run_build(project, tmp_path / "cache")
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = (project / "site" / "index.html").read_text()
+    assert "the numbers do not bear this out" in html and "demo.rate = 5 GB/s" in html
+    assert "index.md: claim does not hold on this build: The rate is 5 GB/s" in result.stderr
+    record = json.loads((project / "site" / "build-record.json").read_text())
+    assert record["claims"][0]["status"] == "fails"
+
+    for cache in ("cache", "fresh-cache"):  # from the cache, and fresh: the same verdict
+        result = _run_build(project, tmp_path / cache, GPULESSON_REQUIRE_DEVICE="cpu")
+        assert result.returncode != 0
+        assert "1 checked claim does not hold on this cpu build" in result.stderr
+        assert "index.md: The rate is 5 GB/s, above 10 GB/s." in result.stderr

@@ -22,13 +22,16 @@ published the figures it rests on (:mod:`gpulesson.site.facts`)::
   *not checked on this build* instead of failing.
 
 A claim that holds prints its sentence with a small "checked" note naming
-the numbers; one that fails prints a visible warning admonition, and is
-recorded as failing (:func:`claims`) so the site hook can log it and, on a
-build with ``GPULESSON_REQUIRE_DEVICE`` set, fail the build. :func:`can_fail`
-perturbs each number under a claim to prove the rule is not a tautology.
+the numbers; one that fails prints a visible warning admonition. Each claim is
+also published as a fact of the page (named ``claim#N``, its value the claim
+as JSON), so it travels back from the block worker and is replayed from the
+execution cache like any other fact; :func:`claims` reads them back after the
+build, for the build record, the log and (with ``GPULESSON_REQUIRE_DEVICE``
+set) a failed build. :func:`can_fail` perturbs each number under a claim to
+prove the rule is not a tautology.
 
 >>> from gpulesson.site import facts
->>> facts.reset(); facts.begin_page("lessons/timing.md"); reset()
+>>> facts.reset(); facts.begin_page("lessons/timing.md")
 >>> _ = facts.publish("timing.naive_x", 900.0, "x"); _ = facts.publish("timing.honest_x", 20.0, "x")
 >>> c = evaluate("Naive {timing.naive_x:.0f}x.", "timing.naive_x > 10 * timing.honest_x")
 >>> c.status, c.text, c.numbers
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import html
+import json
 import math
 import operator
 import string
@@ -55,6 +59,7 @@ FAILS = "fails"
 NOT_CHECKED = "not_checked"
 STATUSES = (HOLDS, FAILS, NOT_CHECKED)
 NEEDS = (None, "cuda", "gpu")
+FACT_PREFIX = "claim#"
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -92,17 +97,25 @@ class Claim:
         return asdict(self)
 
 
-_claims: list[Claim] = []
-
-
-def reset() -> None:
-    """Forget every claim (the start of a build)."""
-    _claims.clear()
+def _from_fact(fact: facts.Fact) -> Claim:
+    data = json.loads(str(fact.value))
+    return Claim(**data)
 
 
 def claims() -> list[Claim]:
-    """Every claim evaluated in this build, in page order."""
-    return list(_claims)
+    """Every claim evaluated in this build, page by page, in the order each page made them."""
+    found: list[Claim] = []
+    for page_facts in facts.all_facts().values():
+        named = [f for name, f in page_facts.items() if name.startswith(FACT_PREFIX)]
+        named.sort(key=lambda f: int(f.name[len(FACT_PREFIX) :]))
+        found.extend(_from_fact(f) for f in named)
+    return found
+
+
+def _record(c: Claim) -> None:
+    """Publish the claim as a fact of its page (see the module docstring)."""
+    taken = [n for n in facts.page_facts() if n.startswith(FACT_PREFIX)]
+    facts.publish(f"{FACT_PREFIX}{len(taken) + 1}", json.dumps(c.to_dict()), "claim")
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -250,7 +263,7 @@ def evaluate(text: str, rule: str, *, needs: str | None = None) -> Claim:
     if not names:
         raise ValueError(f"claim rule {rule!r} names no fact, so it cannot fail: name the numbers")
     wanted = names + [n for n in text_fields(text) if n not in names]
-    known = facts.page_facts()
+    known = {n: f for n, f in facts.page_facts().items() if not n.startswith(FACT_PREFIX)}
     missing = [n for n in wanted if n not in known]
     page = facts.current_page() or "(no page)"
     block = getattr(facts, "_block", None) or "(no block)"
@@ -272,7 +285,7 @@ def evaluate(text: str, rule: str, *, needs: str | None = None) -> Claim:
         status = HOLDS if check_rule(rule, numbers) else FAILS
         shown = _FactFormatter(numbers).format(text)
         result = Claim(page, block, shown, rule, status, numbers, units, needs)
-    _claims.append(result)
+    _record(result)
     return result
 
 

@@ -20,6 +20,7 @@ written into the site as ``exec-timings.json``.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import re
@@ -31,7 +32,7 @@ import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
-from gpulesson.site import block_runner, exec_cache, exec_timing, facts, provenance
+from gpulesson.site import block_runner, claims, exec_cache, exec_timing, facts, provenance
 from gpulesson.site.provenance import BuildRecord
 
 RECORD_FILE = "build-record.json"
@@ -107,7 +108,7 @@ def _reload_package(config: Any) -> None:
     module again in place rebinds the names its functions look up, so the other
     hooks (and this one) call the package code now on disk.
     """
-    global exec_cache, exec_timing, facts, provenance
+    global claims, exec_cache, exec_timing, facts, provenance
     purge_package_modules(keep=KEPT_MODULES)
     hooks = list((config.get("hooks") or {}).values())
     for module in hooks:
@@ -121,6 +122,7 @@ def _reload_package(config: Any) -> None:
         finally:
             sys.path[:] = saved_path
     if not any(vars(module) is globals() for module in hooks):  # imported, not a hook
+        claims = importlib.import_module(f"{PACKAGE}.site.claims")
         exec_cache = importlib.import_module(f"{PACKAGE}.site.exec_cache")
         exec_timing = importlib.import_module(f"{PACKAGE}.site.exec_timing")
         facts = importlib.import_module(f"{PACKAGE}.site.facts")
@@ -335,9 +337,74 @@ def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
     return html
 
 
+def _claims_log() -> logging.Logger:
+    """A logger for claims that do not hold: printed, but not a strict-mode warning.
+
+    A claim that fails on a contributor's machine is shown on the page and in the
+    log; it stops only the publish build (``GPULESSON_REQUIRE_DEVICE`` set).
+    """
+    logger = logging.getLogger("gpulesson.claims")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    return logger
+
+
+def record_json(record: BuildRecord, checked: list[claims.Claim]) -> str:
+    """The build record written into the site: provenance plus every checked claim."""
+    data = provenance.to_dict(record)
+    data["claims"] = [c.to_dict() for c in checked]
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def claims_error(checked: list[claims.Claim], required: str) -> str | None:
+    """The build-stopping message when a claim fails on a publish build, else None.
+
+    >>> ok = claims.Claim("a.md", "b", "Fine.", "x > 1", claims.HOLDS, {"x": 2})
+    >>> bad = claims.Claim("a.md", "b", "Wrong.", "x > 3", claims.FAILS, {"x": 2})
+    >>> claims_error([ok, bad], "") is None, claims_error([ok], "cuda") is None
+    (True, True)
+    >>> print(claims_error([bad], "cuda"))
+    1 checked claim does not hold on this cuda build (GPULESSON_REQUIRE_DEVICE=cuda):
+      a.md: Wrong. [x > 3 with x = 2]
+    """
+    failing = [c for c in checked if c.status == claims.FAILS]
+    if not failing or not required:
+        return None
+    lines = [f"  {c.page}: {c.text} [{c.rule} with {claims.numbers_text(c)}]" for c in failing]
+    noun = "claim does" if len(failing) == 1 else "claims do"
+    return (
+        f"{len(failing)} checked {noun} not hold on this {required} build "
+        f"({exec_cache.REQUIRE_ENV}={required}):\n" + "\n".join(lines)
+    )
+
+
+def _report_claims(checked: list[claims.Claim]) -> None:
+    counts = {status: sum(c.status == status for c in checked) for status in claims.STATUSES}
+    log.info(
+        "checked claims: %d hold, %d not checked on this build, %d do not hold",
+        counts[claims.HOLDS],
+        counts[claims.NOT_CHECKED],
+        counts[claims.FAILS],
+    )
+    for c in checked:
+        if c.status == claims.FAILS:
+            _claims_log().warning(
+                "%s: claim does not hold on this build: %s [%s with %s]",
+                c.page,
+                c.text,
+                c.rule,
+                claims.numbers_text(c),
+            )
+
+
 def on_post_build(config: Any) -> None:
     """Write the build record and the execution timings into the site; log the slow pages."""
-    Path(config["site_dir"], RECORD_FILE).write_text(provenance.to_json(_record()))
+    checked = claims.claims()
+    Path(config["site_dir"], RECORD_FILE).write_text(record_json(_record(), checked))
+    _report_claims(checked)
     settings = exec_cache.settings()
     pages = settings.recorder.pages()
     reason = settings.policy.reason
@@ -347,6 +414,9 @@ def on_post_build(config: Any) -> None:
     log.info(exec_timing.to_text(pages, reason))
     if settings.failures:
         raise PluginError(exec_cache.failure_summary(settings.failures))
+    message = claims_error(checked, os.environ.get(exec_cache.REQUIRE_ENV, "").strip().lower())
+    if message:
+        raise PluginError(message)
 
 
 def on_shutdown() -> None:
