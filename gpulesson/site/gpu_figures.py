@@ -1,0 +1,120 @@
+"""GPU figures for a lesson: from this build's GPU, else from the newest reference bundle.
+
+A lesson that shows GPU numbers has three cases. The build runs on a CUDA
+device: the page measures them itself. It does not, but a reference bundle
+exists (``results/reference/``, made by the project's GPU runners with
+``gpulesson measure``): the page shows that bundle's figures, stamped with the
+bundle's own provenance, never as this build's measurement. Neither: the page
+says the figures were not measured. A lesson block::
+
+    from gpulesson.site import gpu_figures
+    ref = gpu_figures.reference()            # None on a GPU build or with no GPU bundle
+    if ref is not None:
+        print(gpu_figures.stamp_markdown(ref))
+        gpu_figures.publish(ref, {"timing.gpu_launch_us": "launch_overhead.eager"})
+
+:func:`publish` makes the bundle's figures page facts (:mod:`gpulesson.site.facts`),
+so checked claims about GPU numbers (``needs="cuda"``) are checked against the
+reference bundle on a CPU build instead of being left unchecked.
+
+>>> reference(root=Path("/no/such/results")) is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from gpulesson.results.bundle import Measurement
+from gpulesson.results.compare import Sourced, load_dir
+from gpulesson.site import facts
+from gpulesson.site.results_pages import RESULTS_DIR
+
+GPU_TYPES = ("cuda",)
+
+
+def build_has_gpu() -> bool:
+    """True when this build runs on a CUDA device (then the page measures for itself)."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def newest_gpu_bundle(root: Path = RESULTS_DIR) -> Sourced | None:
+    """The newest reference bundle measured on a CUDA device, or None."""
+    bundles = [
+        b
+        for b in load_dir(Path(root) / "reference", "reference")
+        if b.bundle.provenance.device_type in GPU_TYPES
+    ]
+    return bundles[-1] if bundles else None  # load_dir sorts oldest first
+
+
+def reference(root: Path = RESULTS_DIR, *, on_gpu: bool | None = None) -> Sourced | None:
+    """The reference bundle a lesson should show: None when this build has a GPU or none exists.
+
+    ``on_gpu`` overrides the device check (tests; a page that already knows).
+    """
+    has_gpu = build_has_gpu() if on_gpu is None else on_gpu
+    return None if has_gpu else newest_gpu_bundle(root)
+
+
+def stamp_markdown(ref: Sourced) -> str:
+    """The admonition that says where the GPU figures below were measured.
+
+    >>> from gpulesson.results.bundle import load
+    >>> ref = Sourced(load(_FIXTURE), "reference", "fixture_h100.json")
+    >>> print(stamp_markdown(ref).splitlines()[0])
+    !!! info "GPU figures from a reference result bundle, not from this build's machine"
+    """
+    p = ref.bundle.provenance
+    software = ", ".join(
+        part
+        for part in (
+            f"driver {p.driver_version}" if p.driver_version else "",
+            f"CUDA {p.cuda_version}" if p.cuda_version else "",
+            f"torch {p.torch_version}",
+            f"gpulesson {p.gpulesson_version}"
+            + (f" ({p.gpulesson_commit})" if p.gpulesson_commit else ""),
+        )
+        if part
+    )
+    suite = "the quick suite" if p.suite.quick else "the full suite"
+    return (
+        '!!! info "GPU figures from a reference result bundle, not from this build\'s machine"\n'
+        f"    This build has no CUDA GPU. The GPU figures below were measured by "
+        f"`gpulesson measure` ({suite}) on **{p.device_name}** on {ref.date} "
+        f"({software}), bundle `results/reference/{ref.file}`. "
+        "See [Results across GPUs](../results.md) for every bundle."
+    )
+
+
+def measurement(ref: Sourced, name: str) -> Measurement:
+    """The bundle's measurement ``name``; ``ValueError`` naming what the bundle has."""
+    found = ref.bundle.measurement(name)
+    if found is None:
+        names = ", ".join(m.name for m in ref.bundle.measurements)
+        raise ValueError(
+            f"bundle {ref.file} has no measurement {name!r} (it has: {names}); "
+            "run the full suite again or pick another name"
+        )
+    return found
+
+
+def publish(ref: Sourced, names: Mapping[str, str]) -> dict[str, float]:
+    """Publish bundle measurements as page facts: ``{fact name: measurement name}``.
+
+    Returns the published values. Missing measurements raise ``ValueError``.
+    """
+    values = {}
+    for fact_name, measurement_name in names.items():
+        m = measurement(ref, measurement_name)
+        facts.publish(fact_name, float(m.value), m.unit)
+        values[fact_name] = float(m.value)
+    return values
+
+
+_FIXTURE = (
+    Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "bundles" / ("fixture_h100.json")
+)
