@@ -87,8 +87,9 @@ class _Watched:
             self.outside.append(url)
 
     def open(self, url: str) -> object:
-        self.page.goto(url)
-        self.page.wait_for_load_state("networkidle")
+        """Load the page and wait until its labs, quiz and flashcards have their data."""
+        response = self.page.goto(url)
+        assert response is not None and response.ok, f"{url}: {response and response.status}"
         self.page.wait_for_function(
             "() => [...document.querySelectorAll("
             "'.gl-lab[data-lab], .gl-quiz, .gl-flashcards')].every(b => b.dataset.ready === '2')"
@@ -119,58 +120,40 @@ class _PageVisit:
     """One page opened and scanned by axe: what it logged, what it asked for, what it shows."""
 
     path: str
-    errors: tuple[str, ...]  # console and page errors while it loaded
+    errors: tuple[str, ...]  # console and page errors while it was open
     outside: tuple[str, ...]  # requests to any host but 127.0.0.1
     serious: tuple[str, ...]  # axe violations of serious or critical impact
     kinds: frozenset[str]  # element names and classes in the rendered article
 
 
-_AXE_START = "() => { window.glAxe = axe.run(document, {resultTypes: ['violations']}); }"
+_AXE = "async () => await axe.run(document, {resultTypes: ['violations']})"
 _KINDS = """() => [...(document.querySelector('article') || document.body).querySelectorAll('*')]
     .flatMap(e => [e.localName, ...[...e.classList].map(c => '.' + c)])"""
-#: Pages scanned at once, each in its own context (so its own renderer process): axe is
-#: the slow part, and runs in the page, so the scans share the machine's cores.
-SCANS_AT_ONCE = max(2, min(4, os.cpu_count() or 1))
 
 
 def _scan(browser: object, site_url: str, paths: list[str], scheme: str) -> list[_PageVisit]:
-    """Open each page in ``scheme``, record what it logged and requested, and run axe on it.
-
-    Round robin over SCANS_AT_ONCE pages: collect one page's axe result, open the next page
-    there and start axe on it, then move on, so the other pages' scans run meanwhile.
-    """
+    """Open each page in ``scheme``: what it logged and requested, what it renders, and axe."""
     axe = str(_axe_script())
-    tabs = [_Watched(browser, scheme) for _ in range(min(SCANS_AT_ONCE, len(paths)))]
-    current: list[tuple[str, frozenset[str]] | None] = [None] * len(tabs)
-    queue, visits = list(paths), []
+    w = _Watched(browser, scheme)
+    visits = []
     try:
-        while queue or any(current):
-            for i, tab in enumerate(tabs):
-                if current[i] is not None:
-                    path, kinds = current[i]
-                    result = tab.page.evaluate("() => window.glAxe")
-                    serious = tuple(
-                        f"{path}: {v['id']} ({v['impact']}) {[n['target'] for n in v['nodes']][:3]}"
-                        for v in result["violations"]
-                        if v["impact"] in SERIOUS
-                    )
-                    visits.append(
-                        _PageVisit(path, tuple(tab.errors), tuple(tab.outside), serious, kinds)
-                    )
-                    tab.errors.clear()
-                    tab.outside.clear()
-                    current[i] = None
-                if queue:
-                    path = queue.pop(0)
-                    page = tab.open(site_url + path.lstrip("/"))
-                    kinds = frozenset(page.evaluate(_KINDS))
-                    page.add_script_tag(path=axe)
-                    page.evaluate(_AXE_START)
-                    current[i] = (path, kinds)
+        for path in paths:
+            page = w.open(site_url + path.lstrip("/"))
+            kinds = frozenset(page.evaluate(_KINDS))
+            page.add_script_tag(path=axe)
+            serious = tuple(
+                f"{path}: {v['id']} ({v['impact']}) {[n['target'] for n in v['nodes']][:3]}"
+                for v in page.evaluate(_AXE)["violations"]
+                if v["impact"] in SERIOUS
+            )
+            # Read after the scan: the page has been open for it, so a late request counts.
+            errors, outside = tuple(w.errors), tuple(w.outside)
+            visits.append(_PageVisit(path, errors, outside, serious, kinds))
+            w.errors.clear()
+            w.outside.clear()
     finally:
-        for tab in tabs:
-            tab.close()
-    return sorted(visits, key=lambda visit: visit.path)
+        w.close()
+    return visits
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +207,7 @@ def test_cost_calculator_responds_and_matches_the_package(site_url: str, watched
     page.select_option(f"{box} select", "2")
     page.fill(f'{box} [data-in="hours"]', "4")
     page.fill(f'{box} [data-in="runs"]', "20")
-    rate = labs.EXAMPLE_RATES[2]
+    rate = labs.card_rates()[2]
     assert _out(page, box, "on-demand") == pytest.approx(
         labs.run_cost_usd(rate.on_demand_usd_per_h, 4, 20)
     )
@@ -240,11 +223,11 @@ def test_dispatch_simulator_steps_through_each_machine(site_url: str, watched):
     for machine, line in (("nvidia", "cuda:0"), ("mac", "Torch not compiled with CUDA")):
         page.check(f'{box} [data-in="machine-{machine}"]')
         page.get_by_role("button", name="Start over").click()
-        for _ in labs.DISPATCH_SCRIPT:
+        for _ in labs.dispatch_script():
             next_button.click()
         console = page.inner_text(f'{box} [data-out="console"]')
         assert line in console
-        assert console.count(">>>") == len(labs.DISPATCH_SCRIPT)
+        assert console.count(">>>") == len(labs.dispatch_script())
     assert next_button.is_disabled()
 
 

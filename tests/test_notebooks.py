@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gpulesson.site import exec_cache
 from gpulesson.site import notebooks as nbgen
 from gpulesson.site import notebooks_hook as site_notebooks
 from tests.conftest import REPO
@@ -112,6 +115,71 @@ class _Run:
     notebook: object | None
     error: BaseException | None
     workdir: Path
+    cached: bool = False
+
+
+#: CPU runs that passed their test, reused while nothing a run depends on has changed
+#: (see _run_key). Read only when the execution cache may be (not with GPULESSON_FRESH=1,
+#: not in CI): the same rule as for the site's executed blocks.
+RUN_CACHE = REPO / ".cache" / "notebook-runs"
+
+
+def _run_key(path: Path) -> str:
+    """What a CPU run depends on: the notebook (its snippets are in it) and the machine."""
+    from importlib.metadata import version
+
+    import torch
+
+    parts = (
+        path.read_text(),
+        sys.version,
+        torch.__version__,
+        version("ipykernel"),
+        version("nbclient"),
+        platform.platform(),
+        str(os.cpu_count()),
+        str(shutil.which("nvidia-smi")),
+    )
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def _written(notebook) -> list[str]:
+    """The files the notebook's ``%%writefile`` cells write."""
+    return [
+        cell.source.split("\n", 1)[0].split(" ", 1)[1]
+        for cell in notebook.cells
+        if cell.cell_type == "code" and cell.source.startswith("%%writefile ")
+    ]
+
+
+def _cached_run(path: Path, workdir: Path) -> _Run | None:
+    import nbformat
+
+    entry = RUN_CACHE / f"{path.stem}-{_run_key(path)}.json"
+    if not exec_cache.cache_policy(os.environ).read or not entry.is_file():
+        return None
+    try:
+        stored = json.loads(entry.read_text())
+        notebook = nbformat.reads(stored["notebook"], as_version=4)
+        for name, text in stored["files"].items():
+            (workdir / name).write_text(text)
+    except (OSError, ValueError, KeyError):  # a damaged entry: run the notebook again
+        return None
+    return _Run(notebook, None, workdir, cached=True)
+
+
+def _keep(path: Path, run: _Run) -> None:
+    """Store a run that passed its test."""
+    import nbformat
+
+    RUN_CACHE.mkdir(parents=True, exist_ok=True)
+    for old in RUN_CACHE.glob(f"{path.stem}-*.json"):
+        old.unlink()
+    files = {name: (run.workdir / name).read_text() for name in _written(run.notebook)}
+    entry = RUN_CACHE / f"{path.stem}-{_run_key(path)}.json"
+    partial = entry.with_suffix(".tmp")
+    partial.write_text(json.dumps({"notebook": nbformat.writes(run.notebook), "files": files}))
+    partial.replace(entry)
 
 
 async def _execute_all(paths: list[Path], root: Path, env: dict[str, str]) -> dict[str, _Run]:
@@ -120,13 +188,16 @@ async def _execute_all(paths: list[Path], root: Path, env: dict[str, str]) -> di
     async def one(path: Path) -> _Run:
         workdir = root / path.stem
         workdir.mkdir()
+        cached = _cached_run(path, workdir)
+        if cached is not None:
+            return cached
         async with limit:
             client = _client(path, workdir)
             try:
                 await client.async_execute(env=env)  # the kernel's environment
             except Exception as exc:  # reported by that notebook's test
                 return _Run(None, exc, workdir)
-            return _Run(client.nb, None, workdir)
+        return _Run(client.nb, None, workdir)
 
     runs = await asyncio.gather(*(one(path) for path in paths))
     return {path.stem: run for path, run in zip(paths, runs, strict=True)}
@@ -134,7 +205,7 @@ async def _execute_all(paths: list[Path], root: Path, env: dict[str, str]) -> di
 
 @pytest.fixture(scope="module")
 def cpu_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, _Run]:
-    """Every notebook executed headless with CUDA hidden, RUNS_AT_ONCE at a time."""
+    """Every notebook executed headless with CUDA hidden (or its unchanged earlier run)."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     return asyncio.run(_execute_all(NOTEBOOKS, tmp_path_factory.mktemp("notebooks"), env))
 
@@ -160,6 +231,8 @@ def test_notebook_runs_headless_on_cpu(path: Path, cpu_runs: dict[str, _Run]):
             assert (run.workdir / name).read_text() == (REPO / "snippets" / name).read_text()
         elif "%run " in cell.source:
             assert _text(cell).strip(), f"{path.name}: {cell.source!r} printed nothing"
+    if not run.cached:
+        _keep(path, run)
 
 
 @pytest.mark.gpu
