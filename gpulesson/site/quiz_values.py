@@ -59,3 +59,172 @@ def decades(facts: Mapping[str, Any]) -> dict[str, str]:
         "hundredfold": about(x * 100),
         "measured": about(x, 3),
     }
+
+
+# --- memory and errors lessons (memory, budget, capacity, oom, fix-ladder, cuda-errors) ---
+
+
+def figure(x: float) -> str:
+    """A computed figure as a lesson prints it: whole from 100 up, else 3 significant figures.
+
+    >>> figure(112.0), figure(12.885), figure(1.0), figure(0.125), figure(1234.5)
+    ('112', '12.9', '1', '0.125', '1,234')
+    """
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) or x <= 0:
+        raise ValueError(f"{x!r} is not a positive number: publish the fact as one")
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def named_figures(facts: Mapping[str, Any]) -> dict[str, str]:
+    """Each fact's value as :func:`figure` prints it, under its last dotted name.
+
+    For questions whose options are several figures the page computed (the 7B
+    bills of several recipes, one card under several uses): the options are the
+    page's own numbers, the question says which one is right.
+
+    >>> named_figures({"budget.amp_7b_gb": 112.0, "budget.bf16_7b_gb": 84.0})
+    {'amp_7b_gb': '112', 'bf16_7b_gb': '84'}
+    >>> named_figures({"a.x": 1.0, "b.x": 2.0})
+    Traceback (most recent call last):
+    ...
+    ValueError: named_figures: a.x and b.x share the name 'x': give facts distinct last names
+    """
+    out: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for name, value in facts.items():
+        short = name.rsplit(".", 1)[-1]
+        if short in owner:
+            raise ValueError(
+                f"named_figures: {owner[short]} and {name} share the name {short!r}: "
+                "give facts distinct last names"
+            )
+        owner[short] = name
+        out[short] = figure(value)
+    return out
+
+
+def kv_cache_sizes(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A GQA KV cache (GiB), and what three misreadings of the formula give instead.
+
+    Reads ``budget.kv_gqa_gib`` (the page's cache with grouped-query attention)
+    and ``budget.kv_mha_gib`` (every head keeping K and V). ``k_only`` forgets
+    the factor 2 for keys and values; ``fp32`` counts 4 bytes per value instead
+    of fp16's 2; ``mha`` forgets that KV heads are shared.
+
+    >>> kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 4.0})
+    {'gqa': '1', 'mha': '4', 'k_only': '0.5', 'fp32': '2'}
+    >>> kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 2.0})
+    Traceback (most recent call last):
+    ...
+    ValueError: kv_cache_sizes: the MHA cache (2) is twice the GQA one, so two options read alike
+    """
+    gqa, mha = float(facts["budget.kv_gqa_gib"]), float(facts["budget.kv_mha_gib"])
+    if mha in (gqa, 2 * gqa):
+        raise ValueError(
+            f"kv_cache_sizes: the MHA cache ({mha:g}) is "
+            f"{'equal to' if mha == gqa else 'twice'} the GQA one, so two options read alike"
+        )
+    return {
+        "gqa": figure(gqa),
+        "mha": figure(mha),
+        "k_only": figure(gqa / 2),
+        "fp32": figure(2 * gqa),
+    }
+
+
+def binary_size(n_bytes: float) -> str:
+    """Bytes as PyTorch's OOM message prints them: GiB from 1 GiB up, else MiB, two decimals.
+
+    >>> binary_size(10.31 * 2**30), binary_size(98.25 * 2**20)
+    ('10.31 GiB', '98.25 MiB')
+    """
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.2f} GiB"
+    return f"{n_bytes / 2**20:.2f} MiB"
+
+
+TORCH1X_FIELDS = ("requested", "total", "allocated", "free", "reserved", "reserved_unallocated")
+
+
+def torch1x_cache(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A torch 1.x OOM message's numbers, and its cache against three misreadings.
+
+    Reads ``oom.torch1x_<field>_bytes`` for each of ``TORCH1X_FIELDS`` (what
+    ``gpulesson diagnose`` found in the page's torch 1.x example). In that wording
+    "reserved" is live tensors plus the cache, so the cache is reserved minus
+    allocated (``cache``, from the diagnosis). ``reserved`` reads the 1.x figure
+    as torch 2.x's "reserved but unallocated"; ``free`` takes the card's free
+    memory for the cache; ``added`` adds reserved and allocated.
+
+    >>> GiB, MiB = 2**30, 2**20
+    >>> v = torch1x_cache({"oom.torch1x_requested_bytes": 512 * MiB,
+    ...     "oom.torch1x_total_bytes": 11.17 * GiB, "oom.torch1x_allocated_bytes": 10.31 * GiB,
+    ...     "oom.torch1x_free_bytes": 98.25 * MiB, "oom.torch1x_reserved_bytes": 10.58 * GiB,
+    ...     "oom.torch1x_reserved_unallocated_bytes": 0.27 * GiB})
+    >>> v["cache"], v["reserved"], v["free"], v["added"]
+    ('276.48 MiB', '10.58 GiB', '98.25 MiB', '20.89 GiB')
+    """
+    names = [f"oom.torch1x_{field}_bytes" for field in TORCH1X_FIELDS]
+    missing = [name for name in names if name not in facts]
+    if missing:
+        raise ValueError(f"torch1x_cache needs the facts {', '.join(missing)}: list them")
+    n = {field: float(facts[name]) for field, name in zip(TORCH1X_FIELDS, names, strict=True)}
+    return {
+        **{field: binary_size(n[field]) for field in TORCH1X_FIELDS[:5]},
+        "cache": binary_size(n["reserved_unallocated"]),
+        "added": binary_size(n["reserved"] + n["allocated"]),
+    }
+
+
+def checkpointing_savings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """Checkpointing's saving on the ladder's run (%), and two savings a reader expects instead.
+
+    Reads ``ladder.ckpt_saving_pct`` (checkpointing alone), ``ladder.both_saving_pct``
+    (checkpointing with a chunked loss), ``ladder.run_gb`` and
+    ``ladder.run_persistent_gb``. ``everything`` is what checkpointing would save if
+    every byte beyond the weights, gradients and optimizer state belonged to the blocks.
+
+    >>> checkpointing_savings({"ladder.ckpt_saving_pct": 42.9, "ladder.both_saving_pct": 82.8,
+    ...                        "ladder.run_gb": 21.15, "ladder.run_persistent_gb": 1.99})
+    {'ckpt': '43', 'both': '83', 'everything': '91'}
+    """
+    ckpt, both = float(facts["ladder.ckpt_saving_pct"]), float(facts["ladder.both_saving_pct"])
+    everything = 100 * (
+        1 - float(facts["ladder.run_persistent_gb"]) / float(facts["ladder.run_gb"])
+    )
+    return {"ckpt": f"{ckpt:.0f}", "both": f"{both:.0f}", "everything": f"{everything:.0f}"}
+
+
+def driver_version_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """The CUDA version in a "driver too old" message, and two ways to misread the number.
+
+    Reads ``errors.driver_code`` (the number in the message, 1000 x major + 10 x
+    minor), ``errors.driver_major`` and ``errors.driver_minor`` (what ``gpulesson
+    diagnose`` read). ``release`` takes the number for the driver's own release
+    (like 470.82); ``major_only`` drops the minor version.
+
+    >>> driver_version_readings({"errors.driver_code": 11040, "errors.driver_major": 11,
+    ...                          "errors.driver_minor": 4})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'code': '11040', 'version': '11.4', 'major': '11', 'minor': '4', 'release': '110.40',
+     'major_only': '11.0'}
+    >>> driver_version_readings({"errors.driver_code": 12000, "errors.driver_major": 12,
+    ...                          "errors.driver_minor": 0})
+    Traceback (most recent call last):
+    ...
+    ValueError: driver_version_readings: CUDA 12.0 reads like its major-only misreading
+    """
+    code = int(facts["errors.driver_code"])
+    major, minor = int(facts["errors.driver_major"]), int(facts["errors.driver_minor"])
+    if minor == 0:
+        raise ValueError(
+            f"driver_version_readings: CUDA {major}.0 reads like its major-only misreading"
+        )
+    return {
+        "code": str(code),
+        "version": f"{major}.{minor}",
+        "major": str(major),
+        "minor": str(minor),
+        "release": f"{code / 100:.2f}",
+        "major_only": f"{major}.0",
+    }
