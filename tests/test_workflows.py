@@ -395,12 +395,20 @@ def _needed_here() -> set[str]:
         if (name, extras) in done:
             continue
         done.add((name, extras))
+        if name in _PINNED_BY_THEIR_PARENT:
+            continue
         try:
             requires = distribution(req.name).requires or []
         except PackageNotFoundError:
             continue
         todo += [(Requirement(text), extras) for text in requires]
     return needed
+
+
+# torch's wheel pins the CUDA libraries it was built with (nvidia-*, cuda-toolkit, triton) in
+# its own metadata, and which of them it needs depends on the wheel (the CPU wheel needs none,
+# the CUDA wheel a dozen): pinning torch pins them, so they are not listed one by one.
+_PINNED_BY_THEIR_PARENT = frozenset({"torch"})
 
 
 def test_publish_installs_the_pinned_versions_with_their_python():
