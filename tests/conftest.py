@@ -107,6 +107,8 @@ def _run_snippet(name: str, *args: str) -> CliResult:
                 code = 0
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)  # as the interpreter does for sys.exit(msg)
     finally:
         sys.argv = saved_argv
     return CliResult(code, out.getvalue(), err.getvalue())

@@ -10,11 +10,19 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import CliResult, _run_snippet
+
 SNIPPETS = Path(__file__).resolve().parent.parent / "snippets"
 HAS_CUDA = torch.cuda.is_available()
 
 
-def run(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run(name: str, *args: str) -> CliResult:
+    """The snippet in this process (fast; see conftest's run_snippet)."""
+    return _run_snippet(name, *args)
+
+
+def run_in_a_new_interpreter(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The snippet as a reader runs it: ``python snippets/NAME ARGS``."""
     return subprocess.run(
         [sys.executable, str(SNIPPETS / name), *args], capture_output=True, text=True, timeout=300
     )
@@ -29,7 +37,7 @@ def load(name: str):
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks the refusal on a machine without CUDA")
 def test_provoke_oom_refuses_without_cuda():
-    result = run("provoke_oom.py")
+    result = run_in_a_new_interpreter("provoke_oom.py")
     assert result.returncode == 2
     assert "Refusing to provoke an out-of-memory error" in result.stderr
     assert result.stdout == ""
