@@ -538,8 +538,6 @@
   var PLANNER_KEYS = ["weights", "master", "optimizer", "gradients", "activations", "temporaries", "kv_cache"];
   var PLANNER_LABELS = ["weights", "master weights", "optimizer state", "gradients", "activations",
     "temporaries", "KV cache"];
-  /* Colours for the two segments labs.css has no class for (gl-seg-0..4 cover the first five). */
-  var EXTRA_COLOURS = { 5: "#00897b", 6: "#546e7a" };
 
   function planner(box, data) {
     var names = Object.keys(data.recipes);
@@ -567,8 +565,7 @@
     var stack = el("div", { class: "gl-stack", role: "img", "aria-label": "memory alive at the peak, by consumer" });
     var legendOuts = PLANNER_KEYS.map(function (k) { return out(k); });
     var legend = el("ul", { class: "gl-legend" }, PLANNER_KEYS.map(function (k, i) {
-      var key = el("span", { class: "gl-key gl-key-" + i, "aria-hidden": "true",
-        style: EXTRA_COLOURS[i] ? "background:" + EXTRA_COLOURS[i] : null });
+      var key = el("span", { class: "gl-key gl-key-" + i, "aria-hidden": "true" });
       return el("li", {}, [key, PLANNER_LABELS[i] + ": ", legendOuts[i]]);
     }));
     var cards = el("ul", { class: "gl-cardlist", "aria-live": "polite", "data-out": "cards" });
@@ -605,8 +602,7 @@
       PLANNER_KEYS.forEach(function (k, i) {
         legendOuts[i].textContent = fmt(p[k] / 1e9, 1) + " GB";
         legendOuts[i].dataset.value = String(p[k]);
-        var style = "width:" + (100 * p[k] / scale) + "%" + (EXTRA_COLOURS[i] ? ";background:" + EXTRA_COLOURS[i] : "");
-        stack.appendChild(el("div", { class: "gl-seg gl-seg-" + i, style: style }));
+        stack.appendChild(el("div", { class: "gl-seg gl-seg-" + i, style: "width:" + (100 * p[k] / scale) + "%" }));
       });
       phaseOut.textContent = p.phase + " (" + p.point + ")";
       phaseOut.dataset.value = p.phase;
