@@ -27,7 +27,7 @@ from tests.conftest import REPO
 STEMS = ("memory", "budget", "capacity", "oom", "fix-ladder", "cuda-errors")
 # Blocks that measure a step (seconds of CPU each) are left out, with the claim about
 # the measured step that follows them; nothing the quizzes read comes from them.
-SLOW = re.compile(r"gpulesson\.memory\.measure\b")
+SLOW = re.compile(r"gpulesson\.memory\.measure\b|\btransformers\b")
 SLOW_IDS = ("memory-measure", "memory-accuracy")
 FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
 
