@@ -16,7 +16,12 @@ questions:
    file's ``rules``) and ``memory_bandwidth_bytes_per_s``.
 
 Used by :mod:`gpulesson.results.bundle` (plausibility checks), :mod:`gpulesson.results.compare`
-(fractions of the datasheet figure) and ``gpulesson budget --gpu`` (issue 17).
+(fractions of the datasheet figure) and ``gpulesson budget --gpu`` (the peak its hours use).
+
+Beside the table, ``example_rates.json`` holds the course's example hourly rates per class of
+GPU (:func:`example_rates`), each class naming the datasheet ids it prices: the where-to-run
+lesson's cost calculator shows them, and ``gpulesson budget --gpu`` takes a class's on-demand
+rate as its default price. They are examples from the source lesson, not quotes.
 
 >>> h100 = lookup("NVIDIA H100 80GB HBM3")
 >>> h100.id, h100.dense_flop_per_s("bf16") / 1e12, h100.peaks["bf16"].with_sparsity
@@ -208,3 +213,123 @@ def lookup(device_name: str | None) -> Datasheet | None:
     if len(found) > 1:  # pragma: no cover - the tests keep patterns disjoint
         raise ValueError(f"{device_name!r} matches several datasheet rows: {found}")
     return found[0] if found else None
+
+
+# --- example rates ------------------------------------------------------------------
+# ``example_rates.json`` beside the datasheets: hourly rates per class of GPU, each class
+# naming the datasheet ids it prices. Examples from the source lesson, not quotes: every
+# figure built on them says so. The where-to-run lab and ``gpulesson budget --gpu`` read them.
+
+RATES_FILE = "example_rates.json"
+_RATE_FIELDS = ("card_class", "vram_gb", "on_demand_usd_per_h", "spot_usd_per_h", "datasheet_ids")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExampleRate:
+    """An example hourly rate for one class of GPU, in US dollars, and the ids it prices."""
+
+    card_class: str
+    vram_gb: int
+    on_demand_usd_per_h: float
+    spot_usd_per_h: float
+    datasheet_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExampleRates:
+    """The example rates with the sentence that says where they come from."""
+
+    source: str
+    rates: tuple[ExampleRate, ...]
+
+    def for_gpu(self, datasheet_id: str) -> ExampleRate | None:
+        """The class that prices ``datasheet_id``, or None when no example rate covers it.
+
+        >>> example_rates().for_gpu("l4").card_class, example_rates().for_gpu("h100-sxm")
+        ('A10 / L4-class', None)
+        """
+        get(datasheet_id)  # an unknown id is a ValueError naming the known ones
+        return next((r for r in self.rates if datasheet_id in r.datasheet_ids), None)
+
+
+def _rate_number(where: str, field: str, value: Any, whole: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{where}: {field}: must be a number of at least 0, not {value!r}")
+    if value == float("inf"):
+        raise ValueError(f"{where}: {field}: must be finite, not {value!r}")
+    if whole and not isinstance(value, int):
+        raise ValueError(f"{where}: {field}: must be a whole number, not {value!r}")
+    return value
+
+
+def parse_example_rates(data: Any, label: str = RATES_FILE) -> ExampleRates:
+    """Check the rates file's data; ``ValueError`` names the file, the entry and the field.
+
+    >>> parse_example_rates({"source": "example rates", "rates": [{"card_class": "x", "vram_gb": 8,
+    ...     "on_demand_usd_per_h": -1, "spot_usd_per_h": 0.1, "datasheet_ids": ["t4"]}]})
+    Traceback (most recent call last):
+    ...
+    ValueError: example_rates.json: rates: 1 ("x"): on_demand_usd_per_h: must be a number \
+of at least 0, not -1
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("rates"), list) or not data["rates"]:
+        raise ValueError(f"{label}: needs a non-empty list 'rates'")
+    source = data.get("source")
+    if not isinstance(source, str) or "example" not in source:
+        raise ValueError(f"{label}: source: must be text that calls the rates examples")
+    rates: list[ExampleRate] = []
+    priced: dict[str, str] = {}
+    for i, item in enumerate(data["rates"], 1):
+        name = item.get("card_class") if isinstance(item, dict) else None
+        where = f"{label}: rates: {i}" + (f' ("{name}")' if isinstance(name, str) else "")
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: expected the fields {', '.join(_RATE_FIELDS)}")
+        for key in item:
+            if key not in _RATE_FIELDS:
+                raise ValueError(
+                    f"{where}: {key}: unknown field; the fields are {', '.join(_RATE_FIELDS)}"
+                )
+        for key in _RATE_FIELDS:
+            if key not in item:
+                raise ValueError(f"{where}: {key}: missing; add it")
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"{where}: card_class: must be text, not {name!r}")
+        listed = item["datasheet_ids"]
+        if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+            raise ValueError(f"{where}: datasheet_ids: must be a list of datasheet ids")
+        for gpu in listed:
+            if gpu not in ids():
+                raise ValueError(
+                    f"{where}: datasheet_ids: unknown GPU id {gpu!r}: use one of {', '.join(ids())}"
+                )
+            if gpu in priced:
+                raise ValueError(
+                    f"{where}: datasheet_ids: {gpu!r} is already priced by {priced[gpu]!r}: "
+                    "list each id once"
+                )
+            priced[gpu] = name
+        rates.append(
+            ExampleRate(
+                card_class=name,
+                vram_gb=int(_rate_number(where, "vram_gb", item["vram_gb"], whole=True)),
+                on_demand_usd_per_h=float(
+                    _rate_number(where, "on_demand_usd_per_h", item["on_demand_usd_per_h"])
+                ),
+                spot_usd_per_h=float(_rate_number(where, "spot_usd_per_h", item["spot_usd_per_h"])),
+                datasheet_ids=tuple(listed),
+            )
+        )
+    return ExampleRates(source=source, rates=tuple(rates))
+
+
+@functools.cache
+def example_rates() -> ExampleRates:
+    """The example rates shipped with the package (``example_rates.json``), checked.
+
+    >>> [r.card_class for r in example_rates().rates]
+    ['T4-class', 'A10 / L4-class', 'A100 80 GB-class']
+    >>> "example" in example_rates().source
+    True
+    """
+    text = resources.files("gpulesson.results").joinpath(RATES_FILE).read_text(encoding="utf-8")
+    return parse_example_rates(json.loads(text), f"gpulesson/results/{RATES_FILE}")

@@ -6,8 +6,10 @@ The files, all under the MkDocs ``docs_dir`` and kept out of the built site
 - ``lessons/<stem>.quiz.yml``: the quiz of ``lessons/<stem>.md``
   (:class:`gpulesson.site.quizzes.Question`),
 - ``glossary.yml``: the glossary (:class:`gpulesson.site.glossary.Term`),
-- ``labs.yml``: the cost calculator's example rates, the routes to a GPU and
-  the device-dispatch script (:mod:`gpulesson.site.labs`).
+- ``labs.yml``: the routes to a GPU and the device-dispatch script
+  (:mod:`gpulesson.site.labs`). The cost calculator's example rates are not
+  here: they are package data, ``gpulesson/results/example_rates.json``, shared
+  with ``gpulesson budget --gpu`` (:func:`gpulesson.results.datasheets.example_rates`).
 
 :func:`load` turns them into the frozen dataclasses of those modules and
 refuses anything malformed with a :class:`ContentError` whose message names
@@ -39,10 +41,10 @@ import yaml
 from gpulesson.site.glossary import Term
 from gpulesson.site.labs import (
     MACHINE_KEYS,
-    CardRate,
     DispatchLine,
     Machine,
     Route,
+    card_rates,
     fill_route_cost,
 )
 from gpulesson.site.quizzes import Option, Question, resolve_values
@@ -61,8 +63,6 @@ class ContentError(ValueError):
 class LabsContent:
     """The labs' data from ``labs.yml`` (route costs may still hold rate placeholders)."""
 
-    rates_source: str
-    rates: tuple[CardRate, ...]
     routes: tuple[Route, ...]
     machines: tuple[Machine, ...]
     dispatch: tuple[DispatchLine, ...]
@@ -154,14 +154,6 @@ class _Entry:
         if not isinstance(value, bool):
             raise self.error(field, f"must be true or false, not {value!r}")
         return value
-
-    def number(self, field: str, kind: type = float) -> float:
-        value = self.data[field]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise self.error(field, f"must be a number of at least 0, not {value!r}")
-        if kind is int and not isinstance(value, int):
-            raise self.error(field, f"must be a whole number, not {value!r}")
-        return kind(value)
 
     def items(self, field: str) -> list[Any]:
         value = self.data[field]
@@ -316,25 +308,13 @@ def load_glossary(path: Path, label: str, lessons: frozenset[str]) -> tuple[Term
 
 # --- labs -------------------------------------------------------------------------
 
-_RATE_FIELDS = ("card_class", "vram_gb", "on_demand_usd_per_h", "spot_usd_per_h")
 _ROUTE_FIELDS = ("route", "cost", "setup", "best_for", "watch_out")
 
 
 def load_labs(path: Path, label: str) -> LabsContent:
-    """The rates (with their source), the routes and the dispatch script."""
-    top = _entry(_read_yaml(path, label), label, ("cost", "routes", "dispatch"))
-    cost = _entry(top.data["cost"], f"{label}: cost", ("source", "rates"))
-    rates = []
-    for i, raw in enumerate(cost.items("rates"), 1):
-        r = _entry(raw, f"{label}: cost: rates: {i}{quote(_get(raw, 'card_class'))}", _RATE_FIELDS)
-        rates.append(
-            CardRate(
-                card_class=r.text("card_class"),
-                vram_gb=int(r.number("vram_gb", int)),
-                on_demand_usd_per_h=r.number("on_demand_usd_per_h"),
-                spot_usd_per_h=r.number("spot_usd_per_h"),
-            )
-        )
+    """The routes (their costs checked against the package's example rates) and the script."""
+    top = _entry(_read_yaml(path, label), label, ("routes", "dispatch"))
+    rates = card_rates()
     routes = []
     for i, raw in enumerate(top.items("routes"), 1):
         r = _entry(raw, f"{label}: routes: {i}{quote(_get(raw, 'route'))}", _ROUTE_FIELDS)
@@ -346,7 +326,7 @@ def load_labs(path: Path, label: str) -> LabsContent:
             watch_out=r.text("watch_out"),
         )
         try:
-            fill_route_cost(route, tuple(rates))
+            fill_route_cost(route, rates)
         except ValueError as exc:
             raise r.error("cost", str(exc)) from None
         routes.append(route)
@@ -380,8 +360,6 @@ def load_labs(path: Path, label: str) -> LabsContent:
             )
         )
     return LabsContent(
-        rates_source=cost.text("source"),
-        rates=tuple(rates),
         routes=tuple(routes),
         machines=tuple(machines),
         dispatch=tuple(lines),

@@ -5,8 +5,10 @@ table a reader sees without JavaScript) and an entry in :func:`labs_data` (the
 JSON the lab script in ``docs/javascripts/labs.js`` reads, so the script and the
 table share one set of inputs). The throughput race and the timing lab use the
 source lesson's teaching rates (computed in ``gpulesson.timing.teaching``); the
-cost calculator's example rates, the routes and the dispatch script are data in
-``docs/labs.yml``. Nothing here is a measurement.
+cost calculator's example rates are package data beside the datasheets
+(``gpulesson/results/example_rates.json``, which ``gpulesson budget --gpu`` prices
+with too); the routes and the dispatch script are data in ``docs/labs.yml``.
+Nothing here is a measurement.
 
 >>> race(5000).gpu_s < race(5000).cpu_s
 True
@@ -24,6 +26,7 @@ from typing import Any
 from gpulesson.memory.budget import TransformerShape, estimate, fits
 from gpulesson.memory.capacity import CARDS_GB
 from gpulesson.memory.recipes import get_recipe
+from gpulesson.results.datasheets import example_rates
 from gpulesson.timing.results import IllusionResult
 from gpulesson.timing.teaching import SOURCE_LAUNCH_S, TeachingTiming
 from gpulesson.units import GB
@@ -259,7 +262,9 @@ def timing_markdown(readings: tuple[StopwatchReading, ...]) -> str:
 
 
 # --- Cloud cost calculator ----------------------------------------------------
-# The rates, the routes and the dispatch script are data: docs/labs.yml, read and
+# The example rates have one home, gpulesson/results/example_rates.json (read by
+# gpulesson.results.datasheets.example_rates, and by gpulesson budget --gpu for its
+# default price); the routes and the dispatch script are docs/labs.yml, read and
 # checked once per build by gpulesson.site.content.
 
 
@@ -280,12 +285,20 @@ def _labs() -> Any:
 
 
 def card_rates() -> tuple[CardRate, ...]:
-    """The cost calculator's example rates (``docs/labs.yml``).
+    """The cost calculator's example rates (the package's ``example_rates.json``).
 
     >>> [r.card_class for r in card_rates()][0]
     'T4-class'
     """
-    return _labs().rates
+    return tuple(
+        CardRate(
+            card_class=r.card_class,
+            vram_gb=r.vram_gb,
+            on_demand_usd_per_h=r.on_demand_usd_per_h,
+            spot_usd_per_h=r.spot_usd_per_h,
+        )
+        for r in example_rates().rates
+    )
 
 
 def rates_source() -> str:
@@ -294,7 +307,7 @@ def rates_source() -> str:
     >>> "example" in rates_source()
     True
     """
-    return _labs().rates_source
+    return example_rates().source
 
 
 def run_cost_usd(rate_usd_per_h: float, hours_per_run: float, runs: int) -> float:
