@@ -61,6 +61,86 @@ def decades(facts: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def gb_gib_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A byte count read four ways: GB (right), GiB read as GB, and two mixed-up conversions.
+
+    Reads one fact, a memory size in bytes. ``gb`` divides by 10^9 (right for GB);
+    ``gib`` by 2^30 (the same bytes in GiB, the number a reader mistakes for GB);
+    ``wrong_way`` applies the GB/GiB factor backwards; ``mixed`` divides by 2^20 and then
+    by 1000 (MiB counted as if a thousand made a GB). Three significant figures keep the
+    four apart (the closest pair differs by 2.4%). ``bytes`` is the count, separated.
+
+    >>> r = gb_gib_readings({"stack.card_bytes": 24 * 2**30})
+    >>> r["gb"], r["gib"], r["wrong_way"], r["mixed"], r["bytes"]
+    ('25.8', '24.0', '22.4', '24.6', '25,769,803,776')
+    """
+    if len(facts) != 1:
+        raise ValueError(
+            f"gb_gib_readings reads exactly one fact (a size in bytes), got {len(facts)}: "
+            "list one under facts"
+        )
+    (n_bytes,) = facts.values()
+    gib = n_bytes / 2**30
+    return {
+        "gb": about(n_bytes / 1e9, 3),
+        "gib": about(gib, 3),
+        "wrong_way": about(gib / (2**30 / 1e9), 3),
+        "mixed": about(n_bytes / 2**20 / 1000, 3),
+        "bytes": f"{int(n_bytes):,}",
+    }
+
+
+SWEEP_BILL_FACTS = (
+    "where.spot_usd_per_h",
+    "where.on_demand_usd_per_h",
+    "where.hours_per_run",
+    "where.runs",
+)
+
+
+def sweep_bill(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A sweep's spot bill, and the three sums a hurried reader gets instead.
+
+    Reads the spot and on-demand rates ($/h), the hours per run and the number of runs
+    (``SWEEP_BILL_FACTS``). ``spot`` is rate x hours x runs on spot (right);
+    ``on_demand`` the same at the on-demand rate; ``one_run`` forgets the number of runs;
+    ``no_hours`` forgets the hours. Dollars with two decimals; the rates, hours and runs
+    are returned too, for the prompt.
+
+    >>> bill = sweep_bill({"where.spot_usd_per_h": 0.3, "where.on_demand_usd_per_h": 0.6,
+    ...                    "where.hours_per_run": 3, "where.runs": 10})
+    >>> bill["spot"], bill["on_demand"], bill["one_run"], bill["no_hours"]
+    ('9.00', '18.00', '0.90', '3.00')
+    >>> sweep_bill({"where.spot_usd_per_h": 0.3, "where.on_demand_usd_per_h": 0.6,
+    ...             "where.hours_per_run": 10, "where.runs": 10})
+    Traceback (most recent call last):
+    ...
+    ValueError: sweep_bill: hours_per_run and runs are both 10, so two wrong sums read alike
+    """
+    missing = [name for name in SWEEP_BILL_FACTS if name not in facts]
+    if missing:
+        raise ValueError(f"sweep_bill needs the facts {', '.join(missing)}: list them under facts")
+    spot, on_demand, hours, runs = (float(facts[name]) for name in SWEEP_BILL_FACTS)
+    if hours == runs:
+        raise ValueError(
+            f"sweep_bill: hours_per_run and runs are both {hours:g}, so two wrong sums read alike"
+        )
+    if spot == on_demand:
+        raise ValueError(
+            f"sweep_bill: spot and on-demand rates are both {spot:g} $/h, so two options read "
+            "the same: use rates that differ"
+        )
+    return {
+        "spot": f"{spot * hours * runs:,.2f}",
+        "on_demand": f"{on_demand * hours * runs:,.2f}",
+        "one_run": f"{spot * hours:,.2f}",
+        "no_hours": f"{spot * runs:,.2f}",
+        "spot_rate": f"{spot:.2f}",
+        "hours": f"{hours:g}",
+        "runs": f"{runs:g}",
+    }
+
+
 # --- memory and errors lessons (memory, budget, capacity, oom, fix-ladder, cuda-errors) ---
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulesson.timing import charts
 from gpulesson.timing.inputs import barrier_name
@@ -45,6 +45,10 @@ from gpulesson.timing.teaching import (
     LaunchCorrection,
 )
 from gpulesson.units import GB, MIB
+
+if TYPE_CHECKING:
+    from gpulesson.results.bundle import Measurement
+    from gpulesson.results.datasheets import Datasheet
 
 NO_CUDA_TEXT = "no CUDA device in this build"
 
@@ -527,8 +531,8 @@ def roofline_markdown(roof: Roofline) -> str:
     lines = [
         "| quantity | measured on " + roof.device + " | how |",
         "|---|---:|---|",
-        f"| memory bandwidth | {gbps:,.1f} GB/s | copy of "
-        f"{roof.bandwidth.bytes_moved // 2 // MIB} MiB: bytes read + written / median time |",
+        f"| memory bandwidth | {gbps:,.1f} GB/s | {roof.bandwidth.name}, "
+        f"{roof.bandwidth.bytes_moved / MIB:,.0f} MiB read + written / median time |",
         f"| matmul peak | {_gflops(roof.peak_flop_per_s)} GFLOP/s | "
         f"{roof.peak.name}, fp32: 2n^3 / median time |",
         f"| ridge point | {roof.ridge_flop_per_byte:,.1f} FLOP/byte | peak / bandwidth |",
@@ -543,7 +547,7 @@ def roofline_markdown(roof: Roofline) -> str:
             f"| {op.name} | {op.intensity_flop_per_byte:.3g} | {_gflops(op.flop_per_s)} | "
             f"{_gflops(p.ceiling_flop_per_s)} | {p.share_of_ceiling:.0%} | {p.regime} |"
         )
-    lines += _warnings([roof.bandwidth, *roof.ops])
+    lines += _warnings([roof.bandwidth, *(op for op in roof.ops if op is not roof.bandwidth)])
     return "\n".join(lines)
 
 
@@ -604,4 +608,101 @@ def link_markdown(link: LinkBandwidth | None) -> str:
         f"{quoted}",
     ]
     lines += _warnings([op for _, op in rows])
+    return "\n".join(lines)
+
+MISSING = "—"
+DATASHEET_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+def _tflops_cell(flop_per_s: float | None) -> str:
+    return MISSING if flop_per_s is None else f"{flop_per_s / 1e12:,.1f}"
+
+
+def _sources(sheet: Datasheet) -> str:
+    return ", ".join(f"[{s.title}]({s.url})" for s in sheet.sources)
+
+
+def gpu_peaks_markdown(
+    device_name: str | None, sheet: Datasheet | None, measured: Sequence[Measurement]
+) -> str:
+    """Measured matmul peaks of one GPU beside its datasheet's dense peaks, dtype by dtype.
+
+    ``measured`` are ``matmul_peak.<dtype>`` measurements (a bundle's, or this build's from
+    the same suite entry); each fraction is :func:`gpulesson.results.compare.datasheet_fraction`.
+    With no device at all it says that nothing was measured. Used by ``why-gpus.md``.
+
+    >>> from gpulesson.results import datasheets
+    >>> print(gpu_peaks_markdown("NVIDIA H100 80GB HBM3", datasheets.get("h100-sxm"), ()
+    ...       ).splitlines()[2])
+    | fp32 | not measured | 67.0 | — |
+    >>> gpu_peaks_markdown(None, None, ())[:40]
+    'No CUDA GPU in this build and no referen'
+    """
+    from gpulesson.results.compare import datasheet_fraction
+
+    if device_name is None:
+        return (
+            "No CUDA GPU in this build and no reference result bundle, so no GPU matmul was "
+            "measured for this table. The datasheet peaks of common GPUs, with their sources, "
+            "are on [Results across GPUs](../results.md)."
+        )
+    by_dtype = {m.dtype: m for m in measured if m.dtype}
+    dtypes = [
+        d
+        for d in DATASHEET_DTYPES
+        if d in by_dtype or (sheet is not None and sheet.dense_flop_per_s(d) is not None)
+    ]
+    lines = [
+        f"| {device_name}: matmul | best measured (TFLOP/s) | datasheet dense peak (TFLOP/s) "
+        "| measured / datasheet |",
+        "|---|---:|---:|---:|",
+    ]
+    for d in dtypes:
+        m = by_dtype.get(d)
+        peak = sheet.dense_flop_per_s(d) if sheet is not None else None
+        fraction = datasheet_fraction(m, sheet) if m is not None else None
+        lines.append(
+            f"| {d} | {_tflops_cell(m.value) if m else 'not measured'} | "
+            f"{_tflops_cell(peak)} | {MISSING if fraction is None else f'{fraction:.0%}'} |"
+        )
+    lines.append("")
+    if sheet is None:
+        lines.append(
+            f"gpulesson's datasheet table has no row for {device_name}, so there is no peak to "
+            "compare against (`gpulesson/results/datasheets.json`)."
+        )
+    else:
+        halved = [d for d in dtypes if d in sheet.peaks and sheet.peaks[d].with_sparsity]
+        note = (
+            f" The {', '.join(halved)} figures are half the printed ones, which assume 2:4 "
+            "structured sparsity (NVIDIA's footnote)."
+            if halved
+            else ""
+        )
+        lines.append(f"Datasheet: {_sources(sheet)}.{note}")
+    return "\n".join(lines)
+
+
+def datasheets_markdown(
+    rows: Sequence[Datasheet], dtypes: Sequence[str] = ("fp32", "bf16", "fp16")
+) -> str:
+    """Memory bandwidth and dense peaks of some GPUs, as their datasheets print them.
+
+    A dash means the datasheet gives no figure (a dtype the card has no tensor cores for).
+    Used by ``roofline.md``.
+
+    >>> from gpulesson.results import datasheets
+    >>> print(datasheets_markdown([datasheets.get("t4")]).splitlines()[2][:36])
+    | NVIDIA T4 | 320 | 8.1 | — | 65.0 |
+    """
+    head = " | ".join(f"dense {d} (TFLOP/s)" for d in dtypes)
+    lines = [
+        f"| GPU | memory bandwidth (GB/s) | {head} | source |",
+        "|---|---:|" + "---:|" * len(dtypes) + "---|",
+    ]
+    for r in rows:
+        peaks = " | ".join(_tflops_cell(r.dense_flop_per_s(d)) for d in dtypes)
+        lines.append(
+            f"| {r.name} | {r.memory_bandwidth_stated_gb_per_s:,.0f} | {peaks} | {_sources(r)} |"
+        )
     return "\n".join(lines)
