@@ -323,3 +323,33 @@ def logits_markdown(tensors: tuple[LogitsTensor, ...]) -> str:
             f"| {t.name} | {t.role} | {dims} x {t.bytes_per_value:g} B | {t.total_bytes / GB:.2f} |"
         )
     return "\n".join(out)
+
+
+def kv_cache_markdown(budgets: dict[str, Budget]) -> str:
+    """KV caches of inference budgets in GiB, one row per attention variant, with KV heads.
+
+    The first column is the caller's label for the variant (MHA, GQA, MQA, ...), then
+    the KV heads against the attention heads, the tokens and requests the cache holds, and
+    the cache in GiB (2^30 bytes): KV caches are powers of two, so GiB reads them exactly.
+
+    >>> from gpulesson.memory.budget import TransformerShape, estimate
+    >>> shape = TransformerShape(vocab=128256, seq=8192, hidden=4096, heads=32, layers=32,
+    ...                          batch=1, kv_heads=8)
+    >>> print(kv_cache_markdown({"GQA": estimate(8e9, shape=shape, preset="infer-fp16")}))
+    | attention | KV heads / heads | context (tokens) | batch | KV cache (GiB) |
+    |---|---:|---:|---:|---:|
+    | GQA | 8 / 32 | 8,192 | 1 | 1.000 |
+    """
+    out = [
+        "| attention | KV heads / heads | context (tokens) | batch | KV cache (GiB) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, b in budgets.items():
+        if b.shape is None:
+            raise ValueError(f"budget {label!r} has no shape, so no KV cache: give a shape")
+        s = b.shape
+        out.append(
+            f"| {label} | {s.kv_head_count} / {s.heads} | {s.seq:,} | {s.batch:,} | "
+            f"{b.kv_cache_bytes / GIB:,.3f} |"
+        )
+    return "\n".join(out)

@@ -1,0 +1,234 @@
+"""Rendering for the decoding lesson: decode sweeps, GPU bounds, KV cache growth, reservations.
+
+Compute functions in :mod:`gpulesson.timing.decode` (measured) and
+:mod:`gpulesson.timing.serving` (arithmetic) return the objects rendered here; these
+functions only format their fields and properties as Markdown tables and charts, and
+compute no figure of their own. Units are in every column header: tokens/s, MB
+(10^6 bytes) for bytes per step, GB/s (10^9) for bandwidths, KiB and GiB (2^10, 2^30)
+for cache sizes. Used by the lesson ``decoding.md``.
+
+>>> from gpulesson.timing.serving import reservation
+>>> print(reservation_markdown(reservation(80 * 2**30, 16 * 10**9, 131072)).splitlines()[2])
+| card | 80.0 |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpulesson.timing import charts
+from gpulesson.timing.decode import DecodePlan, DecodeSweep
+from gpulesson.timing.results import Spread
+from gpulesson.timing.serving import GpuBound, KVGrowth, Reservation
+from gpulesson.units import GB, GIB, MB, MIB
+
+KIB = 2**10
+
+
+def _rate(x: float) -> str:
+    """A rate to three significant figures, with thousands separators."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:,.3g}"
+
+
+def _spread_warnings(named: Sequence[tuple[str, Spread]]) -> list[str]:
+    found = [f"    - {label}: {r.spread_warning}." for label, r in named if r.spread_warning]
+    return ["", '!!! warning "Spread warning"', *found] if found else []
+
+
+def ceilings_markdown(sweep: DecodeSweep) -> str:
+    """The two ceilings the sweep is set against, the ridge and the crossover batch."""
+    bw = max(sweep.bandwidths, key=lambda b: b.bytes_per_s)
+    readings = ", ".join(f"{b.bytes_per_s / GB:,.1f}" for b in sweep.bandwidths)
+    return "\n".join(
+        [
+            f"| quantity | measured on {sweep.device} | how |",
+            "|---|---:|---|",
+            f"| memory bandwidth | {sweep.bandwidth_bytes_per_s / GB:,.1f} GB/s | copy of "
+            f"{bw.bytes_moved / 2 / MIB:,.0f} MiB, bytes read + written / median time; the "
+            f"faster of the readings before and after the sweep ({readings} GB/s) |",
+            f"| matmul rate, {sweep.dtype} | {sweep.peak_flop_per_s / 1e9:,.1f} GFLOP/s | "
+            f"{sweep.peak.name}: 2n^3 / median time |",
+            f"| ridge point | {sweep.ridge_flop_per_byte:,.2f} FLOP/byte | matmul rate / "
+            "bandwidth |",
+            f"| crossover batch | {sweep.crossover_batch:,.1f} | ridge x {sweep.bytes_per_weight} "
+            f"bytes per {sweep.dtype} weight / 2 FLOPs per weight |",
+        ]
+    )
+
+
+def decode_markdown(sweep: DecodeSweep) -> str:
+    """Decode tokens/s by batch beside its bandwidth and compute bounds, with the model it ran."""
+    c = sweep.config
+    first = sweep.rows[0]
+    lines = [
+        f"GPT with {sweep.parameters / 1e6:,.1f} M parameters ({c.layers} layers, hidden "
+        f"{c.hidden}, {c.heads} heads, vocabulary {c.vocab_size}), random weights in "
+        f"{sweep.dtype}, on {sweep.device}: {first.weight_bytes / MB:,.1f} MB of weights read "
+        f"per step; prompt of {first.prompt_tokens} tokens, then {first.repeats} timed decode "
+        "steps after a warm-up (one sample per step).",
+        "",
+        "| batch | decode tokens/s (all sequences) | tokens/s per sequence | prefill tokens/s "
+        "| MB read per step | KV cache share of bytes | FLOP/byte | bandwidth bound (tokens/s) "
+        "| compute bound (tokens/s) | measured / lower bound | limit |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for b in sweep.bounds():
+        lines.append(
+            f"| {b.batch} | {_rate(b.tokens_per_s)} | {_rate(b.sequence_tokens_per_s)} | "
+            f"{_rate(b.prefill_tokens_per_s)} | {b.bytes_per_step / MB:,.1f} | "
+            f"{b.kv_share_of_bytes:.1%} | {b.intensity_flop_per_byte:.2f} | "
+            f"{_rate(b.bandwidth_bound_tokens_per_s)} | {_rate(b.compute_bound_tokens_per_s)} | "
+            f"{b.share_of_bound:.0%} | {b.limit} |"
+        )
+    named: list[tuple[str, Spread]] = [(f"batch {r.batch}", r) for r in sweep.rows]
+    named += [(f"{op.name} ({op.device})", op) for op in (*sweep.bandwidths, sweep.peak)]
+    lines += _spread_warnings(named)
+    return "\n".join(lines)
+
+
+def decode_chart(sweep: DecodeSweep) -> str:
+    """Measured decode tokens/s against batch, under the bandwidth and compute bounds."""
+    bounds = sweep.bounds()
+    series = [
+        charts.Series("measured", tuple((float(b.batch), b.tokens_per_s) for b in bounds)),
+        charts.Series(
+            "bandwidth bound",
+            tuple((float(b.batch), b.bandwidth_bound_tokens_per_s) for b in bounds),
+        ),
+        charts.Series(
+            "compute bound", tuple((float(b.batch), b.compute_bound_tokens_per_s) for b in bounds)
+        ),
+    ]
+    spec = charts.line_chart(
+        series,
+        x_label="batch (sequences decoded together, log scale)",
+        y_label="tokens/s, all sequences (log scale)",
+        title=f"Decode tokens/s by batch on {sweep.device}",
+        x_base=2,
+        y_format=",.0f",
+    )
+    return charts.to_html(spec, caption="Decode tokens/s by batch: every value is in the table.")
+
+
+def gpu_needed_markdown(plan: DecodePlan) -> str:
+    """What a CPU build without a reference bundle says in place of the GPU rows.
+
+    >>> from gpulesson.timing.decode import plan_for
+    >>> print(gpu_needed_markdown(plan_for("cuda")).splitlines()[0])
+    !!! note "GPU rows not measured on this build"
+    """
+    c = plan.config
+    batches = ", ".join(str(b) for b in plan.batches)
+    return (
+        '!!! note "GPU rows not measured on this build"\n'
+        "    This build has no CUDA GPU, and no reference result bundle with decode rows "
+        f"exists yet. The rows need a CUDA GPU: the same sweep on a GPT of "
+        f"{plan.parameters() / 1e9:,.2f} x 10^9 parameters ({c.layers} layers, hidden "
+        f"{c.hidden}) in {plan.dtype}, batches {batches}. `gpulesson measure --only decode` "
+        "on a GPU makes them; a site built with that bundle shows them here."
+    )
+
+
+def gpu_bounds_markdown(rows: Sequence[GpuBound]) -> str:
+    """Datasheet bandwidths turned into batch-1 decode bounds per weight format."""
+    if not rows:
+        raise ValueError("no GPUs to show: pass at least one datasheet id")
+    names = [name for name, _ in rows[0].tokens_per_s]
+    params = rows[0].parameters
+    lines = [
+        "| GPU | memory bandwidth (GB/s, datasheet) | "
+        + " | ".join(f"{n} weights: tokens/s at batch 1" for n in names)
+        + " | fp16 ridge (FLOP/byte) | batch where compute binds (fp16 weights) |",
+        "|---|---:|" + "---:|" * len(names) + "---:|---:|",
+    ]
+    for r in rows:
+        cells = " | ".join(_rate(v) for _, v in r.tokens_per_s)
+        lines.append(
+            f"| {r.name} | {r.bandwidth_bytes_per_s / GB:,.0f} | {cells} | "
+            f"{r.ridge_flop_per_byte:,.0f} | {r.crossover_batch:,.0f} |"
+        )
+    lines += [
+        "",
+        f"Weights only, for {params / 1e9:g} x 10^9 parameters; the KV cache, scales of "
+        "quantized formats and every other byte make the real bound lower.",
+    ]
+    return "\n".join(lines)
+
+
+def attention_layouts_markdown(growth: KVGrowth) -> str:
+    """Per-token cache of each attention layout: values per layer, formula, KiB per token."""
+    lines = [
+        f"| attention | values per token per layer | formula | KiB per token "
+        f"({growth.layers} layers, {growth.bytes_per_value:g} B per value) | window |",
+        "|---|---:|---|---:|---|",
+    ]
+    for x in growth.layouts:
+        window = "none" if x.window_tokens is None else f"{x.window_tokens:,} tokens"
+        lines.append(
+            f"| {x.name} | {x.values_per_token_per_layer:,} | {x.formula} | "
+            f"{growth.per_token_bytes(x) / KIB:,.1f} | {window} |"
+        )
+    return "\n".join(lines)
+
+
+def kv_growth_markdown(growth: KVGrowth) -> str:
+    """The cache of each layout by context length, in GiB, beside the weights."""
+    names = [x.name for x in growth.layouts]
+    lines = [
+        f"| context (tokens, batch {growth.batch}) | "
+        + " | ".join(f"{n} (GiB)" for n in names)
+        + " | weights (GiB) |",
+        "|---:|" + "---:|" * len(names) + "---:|",
+    ]
+    for row in growth.rows:
+        cells = " | ".join(f"{b / GIB:,.3g}" for _, b in row.cache_bytes)
+        lines.append(f"| {row.context_tokens:,} | {cells} | {row.weight_bytes / GIB:,.1f} |")
+    return "\n".join(lines)
+
+
+def kv_growth_chart(growth: KVGrowth) -> str:
+    """The cache of each layout against context on log-log axes, with the weights as a line."""
+    series = [
+        charts.Series(
+            name,
+            tuple(
+                (float(row.context_tokens), dict(row.cache_bytes)[name] / GIB)
+                for row in growth.rows
+            ),
+        )
+        for name in (x.name for x in growth.layouts)
+    ]
+    series.append(
+        charts.Series(
+            "weights", tuple((float(r.context_tokens), r.weight_bytes / GIB) for r in growth.rows)
+        )
+    )
+    spec = charts.line_chart(
+        series,
+        x_label="context (tokens, log scale)",
+        y_label="GiB (log scale)",
+        title="KV cache by context length",
+        x_base=2,
+        y_format=",.3g",
+    )
+    return charts.to_html(spec, caption="KV cache by context length: every value is in the table.")
+
+
+def reservation_markdown(r: Reservation) -> str:
+    """A card under a serving engine's up-front reservation, in GiB, and the tokens it holds."""
+    return "\n".join(
+        [
+            "| quantity | GiB |",
+            "|---|---:|",
+            f"| card | {r.card_bytes / GIB:,.1f} |",
+            f"| reserved up front ({r.utilization:.0%} of the card: what nvidia-smi shows as used) "
+            f"| {r.reserved_bytes / GIB:,.1f} |",
+            f"| weights | {r.weight_bytes / GIB:,.1f} |",
+            f"| left for KV blocks | {r.kv_pool_bytes / GIB:,.1f} |",
+            "",
+            f"At {r.per_token_bytes / KIB:,.0f} KiB per token that pool holds "
+            f"{r.kv_tokens:,} tokens of context, shared by every request in flight.",
+        ]
+    )

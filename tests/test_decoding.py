@@ -1,0 +1,299 @@
+"""The decoding lesson's package: the KV-cache decode loop, its timing, the serving arithmetic."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from gpulesson.memory.budget import TransformerShape, estimate
+from gpulesson.memory.gpt2 import GPT2, GPT2Config
+from gpulesson.memory.render import kv_cache_markdown
+from gpulesson.results import entries_decode
+from gpulesson.results.suite import Context, Device
+from gpulesson.timing import decode, decode_render, serving
+from gpulesson.timing.results import OpResult
+from gpulesson.units import GIB, MIB
+
+TINY = GPT2Config(vocab_size=50, seq_len=24, hidden=16, heads=4, layers=2)
+TINY_PLAN = decode.DecodePlan(
+    config=TINY,
+    dtype="fp32",
+    batches=(1, 3),
+    prompt_tokens=4,
+    new_tokens=3,
+    warmup_steps=1,
+    bandwidth_bytes=MIB,
+    matmul_n=32,
+)
+
+
+def _model(config: GPT2Config = TINY, attention: str = "sdpa") -> GPT2:
+    torch.manual_seed(0)
+    return GPT2(dataclasses.replace(config, attention=attention)).eval()
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_cached_logits_match_a_full_forward_at_every_position(attention: str):
+    model = _model(attention=attention)
+    idx = torch.randint(0, TINY.vocab_size, (3, 11))
+    cache = decode.KVCache.allocate(TINY, batch=3, capacity_tokens=11)
+    pieces = [decode.forward_cached(model, idx[:, :5], cache)]  # a prefill of 5
+    pieces += [decode.forward_cached(model, idx[:, i : i + 1], cache) for i in range(5, 9)]
+    pieces.append(decode.forward_cached(model, idx[:, 9:], cache))  # two tokens after a cache
+    with torch.no_grad():
+        full = model(idx)
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, atol=1e-5, rtol=1e-4)
+    assert cache.length == 11
+
+
+def test_cached_decoding_leaves_the_training_path_alone():
+    model = _model()
+    idx = torch.randint(0, TINY.vocab_size, (2, 6))
+    before = model(idx, idx).item()
+    decode.generate(model, idx[:, :2], 4)
+    assert model(idx, idx).item() == before
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_greedy_generation_picks_the_argmax_of_a_full_forward():
+    model = _model()
+    prompt = torch.randint(0, TINY.vocab_size, (2, 3))
+    out = decode.generate(model, prompt, 5)
+    assert torch.equal(out[:, :3], prompt)
+    with torch.no_grad():
+        for i in range(3, 8):
+            expected = model(out[:, :i])[:, -1].argmax(dim=-1)
+            assert torch.equal(out[:, i], expected)
+
+
+def test_a_cache_refuses_tokens_it_has_no_room_for():
+    model = _model()
+    cache = decode.KVCache.allocate(TINY, batch=1, capacity_tokens=4)
+    decode.forward_cached(model, torch.zeros(1, 4, dtype=torch.long), cache)
+    with pytest.raises(ValueError, match="overflow a cache of 4 positions"):
+        decode.forward_cached(model, torch.zeros(1, 1, dtype=torch.long), cache)
+    with pytest.raises(ValueError, match="do not match a cache of batch 1"):
+        decode.forward_cached(model, torch.zeros(2, 1, dtype=torch.long), cache)
+    with pytest.raises(ValueError, match="seq_len=24"):
+        decode.KVCache.allocate(TINY, batch=1, capacity_tokens=25)
+
+
+def test_the_cache_holds_the_formula_s_bytes():
+    cache = decode.KVCache.allocate(TINY, batch=3, capacity_tokens=10)
+    per_token = decode.kv_bytes_per_token(TINY, 4)
+    assert cache.capacity_bytes == per_token * 10 * 3
+    formula = serving.kv_cache_bytes(
+        layers=TINY.layers, kv_heads=TINY.heads, head_dim=4, tokens=10, batch=3, bytes_per_value=4
+    )
+    assert cache.capacity_bytes == formula
+
+
+def test_flops_per_token_agree_with_the_flop_counter():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = _model()
+    cache = decode.KVCache.allocate(TINY, batch=1, capacity_tokens=12)
+    decode.forward_cached(model, torch.zeros(1, 7, dtype=torch.long), cache)
+    with FlopCounterMode(display=False) as counter:
+        decode.forward_cached(model, torch.zeros(1, 1, dtype=torch.long), cache)
+    # The counter has no rule for the CPU SDPA kernel, so it counts the matmuls alone:
+    # the formula at context 0 (no attention term) must match them exactly.
+    assert counter.get_total_flops() == decode.decode_flops_per_token(TINY, 0)
+    attention = decode.decode_flops_per_token(TINY, 8) - decode.decode_flops_per_token(TINY, 0)
+    assert attention == TINY.layers * 4 * TINY.hidden * 8
+
+
+def test_measure_decode_keeps_one_sample_per_step_and_counts_the_bytes():
+    model = _model()
+    t = decode.measure_decode(model, batch=2, prompt_tokens=4, new_tokens=5, warmup_steps=2)
+    assert t.repeats == 5 and len(t.prefill_samples_s) == 3
+    assert t.mean_context_tokens == pytest.approx((7 + 8 + 9 + 10 + 11) / 5)
+    assert t.tokens_per_s == pytest.approx(2 / t.median_s)
+    assert t.weight_bytes == decode.decode_weight_bytes(model)
+    assert t.bytes_per_step == pytest.approx(t.weight_bytes + 2 * t.kv_bytes_per_token * 9)
+    with pytest.raises(ValueError, match="batch=0"):
+        decode.measure_decode(model, batch=0)
+
+
+def test_a_sweep_sets_each_batch_against_its_two_ceilings():
+    sweep = decode.measure_decode_sweep("cpu", TINY_PLAN, min_run_time_s=0.01)
+    assert [r.batch for r in sweep.rows] == [1, 3]
+    assert len(sweep.bandwidths) == 2
+    assert sweep.bandwidth_bytes_per_s == max(b.bytes_per_s for b in sweep.bandwidths)
+    assert sweep.crossover_batch == pytest.approx(sweep.ridge_flop_per_byte * 4 / 2)
+    for b, r in zip(sweep.bounds(), sweep.rows, strict=True):
+        assert b.bandwidth_bound_tokens_per_s == pytest.approx(
+            r.batch * sweep.bandwidth_bytes_per_s / r.bytes_per_step
+        )
+        assert b.compute_bound_tokens_per_s == pytest.approx(
+            sweep.peak_flop_per_s / r.flops_per_token
+        )
+        assert b.limit in ("memory", "compute")
+    assert decode.gain(sweep)[0] == 3.0
+
+
+def _sweep(seconds: dict[int, float], bandwidth_s: float = 1.0) -> decode.DecodeSweep:
+    rows = tuple(
+        decode.DecodeTiming(
+            device="cpu",
+            dtype="fp32",
+            batch=b,
+            threads=1,
+            samples_s=(s,),
+            prefill_samples_s=(s,),
+            prompt_tokens=2,
+            weight_bytes=10**9,
+            kv_bytes_per_token=10**3,
+            mean_context_tokens=10.0,
+            flops_per_token=2e9,
+        )
+        for b, s in seconds.items()
+    )
+    copy = OpResult(
+        name="copy",
+        device="cpu",
+        dtype="fp32",
+        threads=1,
+        samples_s=(bandwidth_s,),
+        flops=0,
+        bytes_moved=10**10,
+    )
+    mm = OpResult(
+        name="matmul n=8",
+        device="cpu",
+        dtype="fp32",
+        threads=1,
+        samples_s=(1.0,),
+        flops=10**11,
+        bytes_moved=1,
+    )
+    return decode.DecodeSweep(
+        device="cpu",
+        dtype="fp32",
+        parameters=10**9 // 4,
+        config=TINY,
+        rows=rows,
+        bandwidths=(copy,),
+        peak=mm,
+    )
+
+
+def test_bounds_follow_the_roofline_arithmetic():
+    sweep = _sweep({1: 0.5, 64: 2.0})
+    one, big = sweep.bounds()
+    assert one.bandwidth_bound_tokens_per_s == pytest.approx(10**10 / (10**9 + 10**4))
+    assert one.limit == "memory" and one.tokens_per_s == 2.0
+    assert big.compute_bound_tokens_per_s == pytest.approx(50.0)  # 1e11 / 2e9
+    assert big.limit == "compute" and big.share_of_bound == pytest.approx(32 / 50)
+    assert sweep.ridge_flop_per_byte == pytest.approx(10.0)
+    assert sweep.crossover_batch == pytest.approx(20.0)  # ridge x 4 bytes / 2
+
+
+def test_the_decode_table_shows_every_batch_and_its_bounds():
+    sweep = _sweep({1: 0.5, 64: 2.0})
+    table = decode_render.decode_markdown(sweep)
+    assert "| 1 | 2 | 2 | 4 |" in table and "| 64 | 32 |" in table
+    assert "memory |" in table and "compute |" in table
+    ceilings = decode_render.ceilings_markdown(sweep)
+    assert "10.0 GB/s" in ceilings and "| crossover batch | 20.0 |" in ceilings
+    chart = decode_render.decode_chart(sweep)
+    assert "bandwidth bound" in chart and "compute bound" in chart
+
+
+def test_gpu_bounds_come_from_the_datasheets():
+    rows = serving.gpu_bounds(7e9, ("t4", "h100-sxm"))
+    t4 = rows[0]
+    assert dict(t4.tokens_per_s)["fp16"] == pytest.approx(320e9 / 14e9)
+    assert dict(t4.tokens_per_s)["int4"] == pytest.approx(4 * 320e9 / 14e9)
+    assert t4.crossover_batch == pytest.approx(65e12 / 320e9)
+    table = decode_render.gpu_bounds_markdown(rows)
+    assert "| NVIDIA T4 | 320 | 22.9 | 45.7 | 91.4 | 203 | 203 |" in table
+    with pytest.raises(ValueError, match="apple-m4"):
+        serving.gpu_bounds(7e9, ("apple-m4",))
+
+
+def test_kv_growth_follows_the_formula_and_the_window_caps_it():
+    layouts = serving.attention_layouts(heads=32, kv_heads=8, head_dim=128, window_tokens=4096)
+    growth = serving.kv_growth(layouts, layers=32, contexts=(1024, 65536), weight_bytes=16 * 10**9)
+    small, large = (dict(r.cache_bytes) for r in growth.rows)
+    for n, row in ((1024, small), (65536, large)):
+        assert row["MHA"] == serving.kv_cache_bytes(layers=32, kv_heads=32, head_dim=128, tokens=n)
+        assert row["GQA"] * 4 == row["MHA"] and row["MQA"] * 8 == row["GQA"]
+        assert row["MLA"] == 32 * 576 * n * 2
+    assert large["GQA + window"] == small["GQA"] * 4  # capped at 4,096 tokens
+    table = decode_render.kv_growth_markdown(growth)
+    assert "| 65,536 | 32 | 8 | 1 | 0.5 | 2.25 | 14.9 |" in table
+    per_token = decode_render.attention_layouts_markdown(growth)
+    assert "| GQA | 2,048 | 2 x 8 KV heads x 128 | 128.0 | none |" in per_token
+    assert (
+        "kv_heads=3"
+        in pytest.raises(
+            ValueError,
+            serving.attention_layouts,
+            heads=32,
+            kv_heads=3,
+            head_dim=128,
+            window_tokens=1,
+        ).value.args[0]
+    )
+
+
+def test_the_budget_estimate_prices_the_same_kv_cache():
+    shape = TransformerShape(
+        vocab=128256, seq=32768, hidden=4096, heads=32, layers=32, batch=2, kv_heads=8
+    )
+    budget = estimate(8e9, shape=shape, preset="infer-fp16")
+    assert budget.kv_cache_bytes == serving.kv_cache_bytes(
+        layers=32, kv_heads=8, head_dim=128, tokens=32768, batch=2
+    )
+    assert "| GQA | 8 / 32 | 32,768 | 2 | 8.000 |" in kv_cache_markdown({"GQA": budget})
+
+
+def test_overtake_and_reservation_arithmetic():
+    assert serving.overtake_tokens(100, 10) == 11
+    r = serving.reservation(80 * GIB, 16 * 10**9, 131072)
+    assert r.reserved_bytes == int(0.9 * 80 * GIB)
+    assert r.kv_tokens == (r.reserved_bytes - 16 * 10**9) // 131072
+    assert "| weights | 14.9 |" in decode_render.reservation_markdown(r)
+    with pytest.raises(ValueError, match="do not fit"):
+        serving.reservation(8 * GIB, 16 * 10**9, 131072)
+    with pytest.raises(ValueError, match="utilization=1.5"):
+        serving.reservation(80 * GIB, 1, 1, utilization=1.5)
+
+
+def test_bad_sizes_raise_with_the_value():
+    with pytest.raises(ValueError, match="tokens=0"):
+        serving.kv_cache_bytes(layers=1, kv_heads=1, head_dim=1, tokens=0)
+    with pytest.raises(ValueError, match="bandwidth_bytes_per_s=nan"):
+        serving.weight_bound_tokens_per_s(1e9, 2, float("nan"))
+    with pytest.raises(ValueError, match="device='tpu'"):
+        decode.plan_for("tpu")
+
+
+# --- the suite entry ---------------------------------------------------------------------
+
+
+def test_the_decode_entry_round_trips_through_bundle_measurements(monkeypatch):
+    monkeypatch.setattr(entries_decode, "plan_for", lambda device, quick: TINY_PLAN)
+    cpu = Device(
+        type="cpu", name="cpu", total_bytes=8 * GIB, free_bytes=4 * GIB, count=0, capability=None
+    )
+    out = entries_decode.run_decode(Context(device=cpu, quick=True))
+    names = [m.name for m in out]
+    assert names == ["decode.bandwidth", "decode.matmul", "decode.b1", "decode.b3"]
+    b3 = out[-1]
+    assert b3.unit == "tokens/s" and b3.value == pytest.approx(3 / b3.spread.median)
+    sweep = entries_decode.sweep_from_measurements(out)
+    assert sweep is not None and sweep.config == TINY
+    assert [r.batch for r in sweep.rows] == [1, 3]
+    assert sweep.rows[1].tokens_per_s == pytest.approx(b3.value)
+    assert sweep.bandwidth_bytes_per_s == pytest.approx(out[0].value)
+    assert entries_decode.sweep_from_measurements(out[:2]) is None
+
+
+def test_the_decode_entry_skips_what_does_not_fit():
+    tiny = Device(type="cpu", name="cpu", total_bytes=GIB, free_bytes=2, count=0, capability=None)
+    (skipped,) = entries_decode.run_decode(Context(device=tiny, quick=True))
+    assert skipped.entry == "decode" and "do not fit" in skipped.reason
