@@ -14,9 +14,11 @@ import json
 import math
 import re
 
-from gpulesson.memory import budget, recipes
+from gpulesson.memory import budget, compute, recipes
+from gpulesson.memory import compute_render as compute_render
 from gpulesson.memory import render as budget_render
 from gpulesson.memory.shape import MAX_COUNT, short_number
+from gpulesson.results import datasheets
 from gpulesson.units import parse_size
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -167,7 +169,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         help=f"slices of a chunked loss (default {budget.DEFAULT_LOSS_CHUNKS})",
     )
     parser.add_argument(
-        "--gpus", default="1", metavar="N", help="GPUs for data parallel / sharding"
+        "--gpus",
+        default="1",
+        metavar="N",
+        help="GPUs for data parallel / sharding; with --gpu also the GPU count for training time",
     )
     parser.add_argument(
         "--zero",
@@ -195,6 +200,27 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--card", nargs="+", metavar="SIZE", help="card sizes for a fits verdict, e.g. 24GiB 80GB"
+    )
+    parser.add_argument(
+        "--tokens",
+        metavar="D",
+        help="training tokens, e.g. 1.4e11 or 140B: adds the training FLOPs (6 x parameters x "
+        "tokens, plus attention with a config)",
+    )
+    parser.add_argument(
+        "--gpu",
+        metavar="ID",
+        help="with --tokens and --mfu: the GPU (a datasheet id) whose dense peak prices the "
+        f"hours: {', '.join(datasheets.ids())}",
+    )
+    parser.add_argument(
+        "--mfu", metavar="F", help="model FLOPs utilization the run reaches, e.g. 0.4 (with --gpu)"
+    )
+    parser.add_argument(
+        "--price-per-gpu-hour",
+        metavar="USD",
+        help="with --gpu: US dollars per GPU-hour (default: the where-to-run lesson's example "
+        "rate for that GPU, an example and not a quote)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
@@ -250,13 +276,143 @@ def build_budget(args: argparse.Namespace) -> budget.Budget:
     )
 
 
+def parse_tokens(text: str | None) -> float | None:
+    """Read ``--tokens`` like ``1.4e11`` or ``140B``: at least one token, at most 2^53.
+
+    >>> parse_tokens("140B")
+    140000000000.0
+    >>> parse_tokens("1e400")
+    Traceback (most recent call last):
+    ...
+    ValueError: --tokens '1e400' is not a positive count of tokens: write e.g. 1.4e11 or 140B
+    """
+    if text is None:
+        return None
+    match = _COUNT_RE.match(text)
+    value = float(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"--tokens {short_number(text)!r} is not a positive count of tokens: "
+            "write e.g. 1.4e11 or 140B"
+        )
+    if value < 0.5:
+        raise ValueError(f"--tokens {text!r} is less than one token: write e.g. 1.4e11 or 140B")
+    if value > MAX_COUNT:
+        raise ValueError(
+            f"--tokens {short_number(text)!r} is too large: at most 2^53 ({MAX_COUNT:.1e})"
+        )
+    return value
+
+
+def parse_mfu(text: str | None) -> float | None:
+    """Read ``--mfu``: a share above 0 and at most 1.
+
+    >>> parse_mfu("0.4")
+    0.4
+    >>> parse_mfu("40")
+    Traceback (most recent call last):
+    ...
+    ValueError: --mfu 40 must be a share above 0 and at most 1: no run beats its peak; \
+for 40% write 0.4
+    """
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    return compute.check_mfu(value, label=f"--mfu {short_number(text)}")
+
+
+def parse_price(text: str | None) -> float | None:
+    """Read ``--price-per-gpu-hour``: US dollars, at least 0 and finite.
+
+    >>> parse_price("2.5")
+    2.5
+    >>> parse_price("-1")
+    Traceback (most recent call last):
+    ...
+    ValueError: --price-per-gpu-hour '-1' must be a price of at least 0 US dollars, e.g. 2.5
+    """
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(
+            f"--price-per-gpu-hour {short_number(text)!r} must be a price of at least 0 US "
+            "dollars, e.g. 2.5"
+        )
+    return value
+
+
+def build_compute(
+    args: argparse.Namespace, result: budget.Budget
+) -> tuple[compute.TrainingFlops, compute.TrainingPlan | None] | None:
+    """The training FLOPs (with ``--tokens``) and, with ``--gpu``, hours and cost; else None."""
+    tokens = parse_tokens(args.tokens)
+    mfu = parse_mfu(args.mfu)
+    price = parse_price(args.price_per_gpu_hour)
+    given = [f"--{o}" for o, v in (("mfu", mfu), ("price-per-gpu-hour", price)) if v is not None]
+    if args.gpu is not None:
+        given.insert(0, "--gpu")
+    if tokens is None:
+        if given:
+            raise ValueError(f"{given[0]} prices training time: give --tokens too, e.g. 1.4e11")
+        return None
+    if result.recipe.inference:
+        raise ValueError(
+            f"--tokens prices training, and preset {result.preset} does not train: "
+            "drop --tokens or pick a training preset such as amp"
+        )
+    shape = result.shape
+    flops = compute.training_flops(
+        result.parameters,
+        tokens,
+        trainable_params=result.trainable_parameters,
+        checkpointing=result.checkpointing == "full",
+        attention=None
+        if shape is None
+        else compute.AttentionShape(layers=shape.layers, seq=shape.seq, hidden=shape.hidden),
+    )
+    if args.gpu is None:
+        if given:
+            raise ValueError(
+                f"{given[0]} needs --gpu (the GPU whose peak it prices), e.g. a100-80gb"
+            )
+        return flops, None
+    try:
+        compute.peak_for(datasheets.get(args.gpu), result.recipe.compute_dtype)
+    except ValueError as exc:
+        raise ValueError(f"--gpu: {exc}") from None
+    if mfu is None:
+        raise ValueError(
+            "--gpu needs --mfu: the share of the peak the run reaches, e.g. 0.4 "
+            "(large runs report 0.38 to 0.46)"
+        )
+    plan = compute.plan_training(
+        flops,
+        gpu=args.gpu,
+        gpus=positive_int("gpus", args.gpus) or 1,
+        mfu=mfu,
+        compute_dtype=result.recipe.compute_dtype,
+        price_usd_per_gpu_hour=price,
+    )
+    return flops, plan
+
+
 def run(args: argparse.Namespace) -> int:
-    """Estimate the budget and print it, with a verdict per card."""
+    """Estimate the budget and print it, with a verdict per card (and the compute side)."""
     cards = [parse_card(c) for c in args.card or []]
     result = build_budget(args)
+    training = build_compute(args, result)
     verdicts = [budget.fits(result, card) for card in cards]
     if args.json:
         data = budget_render.to_dict(result)
+        if training is not None:
+            data.update(compute_render.to_dict(*training))
         data["cards"] = [
             {
                 "card_bytes": v.card_bytes,
@@ -277,4 +433,6 @@ def run(args: argparse.Namespace) -> int:
         )
     if cards:
         print(f"  headroom rule: {budget.HEADROOM}")
+    if training is not None:
+        print(compute_render.to_text(*training))
     return 0

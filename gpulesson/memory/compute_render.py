@@ -1,0 +1,307 @@
+"""Markdown, text and JSON for training compute: FLOP counts, MFU, hours and cost.
+
+Renders the results of :mod:`gpulesson.memory.compute` and
+:mod:`gpulesson.memory.compute_step`; computes no figure of its own (ratios and sums are
+the results' own properties). Used by the lesson ``lessons/compute-budget.md`` and by
+``gpulesson budget --tokens``. Torch-free: the step results are only read.
+
+>>> from gpulesson.memory.compute import training_flops
+>>> print(to_text(training_flops(7e9, 1.4e11), None).splitlines()[0])
+training compute: 7e+09 parameters x 1.4e+11 tokens
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from gpulesson.memory.compute import MfuReading, TrainingFlops, TrainingPlan
+
+if TYPE_CHECKING:  # torch-free at run time: these are only read
+    from gpulesson.memory.compute_step import LinearCount, RecomputeCount, StepCount, StepTiming
+
+
+def flops_text(flops: float) -> str:
+    """A FLOP count in scientific notation, three figures.
+
+    >>> flops_text(5.88e21), flops_text(12079595520)
+    ('5.88e+21', '1.21e+10')
+    """
+    return f"{flops:.3g}" if flops >= 1e5 else f"{flops:,.0f}"
+
+
+def _rate_unit(values: Sequence[float]) -> tuple[str, float]:
+    """TFLOP/s when the largest value is at least 10^12 FLOP/s, else GFLOP/s."""
+    return ("TFLOP/s", 1e12) if max(values, default=0) >= 1e12 else ("GFLOP/s", 1e9)
+
+
+# --- counting ---------------------------------------------------------------------------
+
+
+def linear_markdown(count: LinearCount) -> str:
+    """One linear layer's forward and backward FLOPs: the formula beside FlopCounterMode."""
+    f = count.formula
+    t, i, o = f.tokens, f.in_features, f.out_features
+    return "\n".join(
+        [
+            "| pass | matmuls (shapes) | formula | FLOPs (formula) | FLOPs (FlopCounterMode) |",
+            "|---|---|---|---:|---:|",
+            f"| forward | Y = X W: ({t} × {i}) @ ({i} × {o}) | 2 × tokens × in × out "
+            f"| {flops_text(f.forward_flops)} | {flops_text(count.counted_forward_flops)} |",
+            f"| backward | dX = dY Wᵀ: ({t} × {o}) @ ({o} × {i}); dW = Xᵀ dY: ({i} × {t}) @ "
+            f"({t} × {o}) | 4 × tokens × in × out | {flops_text(f.backward_flops)} "
+            f"| {flops_text(count.counted_backward_flops)} |",
+            "",
+            f"The counter's backward pass is {count.backward_over_forward:.2f} times its "
+            "forward pass: two products of the same size as the forward one.",
+        ]
+    )
+
+
+def _model_text(step: StepCount) -> str:
+    c = step.config
+    return (
+        f"GPT-2 shape: {c.layers} layers, hidden {c.hidden}, {c.heads} heads, "
+        f"vocabulary {c.vocab_size:,}, {c.attention} attention"
+        + (", checkpointed" if c.checkpointing else "")
+    )
+
+
+def step_count_markdown(step: StepCount) -> str:
+    """One GPT-2 step: N, D, 6ND, the counter's total, their ratio, and the count by operator."""
+    ops = ", ".join(f"`{op}` {flops_text(n)}" for op, n in step.by_operator) or "none"
+    return "\n".join(
+        [
+            "| quantity | value |",
+            "|---|---:|",
+            f"| model | {_model_text(step)} |",
+            f"| parameters N | {step.parameters:,} |",
+            f"| tokens D (batch × sequence) | {step.batch} × {step.seq} = {step.tokens:,} |",
+            f"| 6ND (FLOPs) | {flops_text(step.six_nd_flops)} |",
+            f"| counted by FlopCounterMode (FLOPs) | {flops_text(step.counted_flops)} |",
+            f"| counted / 6ND | {step.ratio_to_six_nd:.3f} |",
+            "",
+            f"The count by operator: {ops}.",
+        ]
+    )
+
+
+def sequence_sweep_markdown(steps: Sequence[StepCount]) -> str:
+    """6ND, the attention term and the counter's total for the same model at several lengths."""
+    rows = [
+        "| sequence | batch | tokens D | 6ND (FLOPs) | attention 12·L·seq·hidden·D (FLOPs) "
+        "| 6·N_matmul·D + attention (FLOPs) | counted (FLOPs) | counted / 6ND |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in steps:
+        rows.append(
+            f"| {s.seq:,} | {s.batch} | {s.tokens:,} | {flops_text(s.six_nd_flops)} "
+            f"| {flops_text(s.attention_flops)} | {flops_text(s.formula_flops)} "
+            f"| {flops_text(s.counted_flops)} | {s.ratio_to_six_nd:.2f} |"
+        )
+    if steps:
+        s = steps[0]
+        rows += [
+            "",
+            f"One model ({_model_text(s)}; N = {s.parameters:,} parameters, of which "
+            f"N_matmul = {s.matmul_parameters:,} are weights of linear layers), the same "
+            "number of tokens in every row, longer sequences in fewer of them.",
+        ]
+    return "\n".join(rows)
+
+
+def recompute_markdown(pair: RecomputeCount) -> str:
+    """The same step counted with and without full activation checkpointing."""
+    rows = [
+        "| step | counted (FLOPs) | counted / 6ND | over the step without checkpointing |",
+        "|---|---:|---:|---:|",
+        f"| no checkpointing | {flops_text(pair.plain.counted_flops)} "
+        f"| {pair.plain.ratio_to_six_nd:.2f} | 1 |",
+        f"| every block checkpointed | {flops_text(pair.checkpointed.counted_flops)} "
+        f"| {pair.checkpointed.ratio_to_six_nd:.2f} | {pair.ratio:.3f} |",
+    ]
+    return "\n".join(rows)
+
+
+# --- MFU --------------------------------------------------------------------------------
+
+
+def step_timing_markdown(step: StepTiming) -> str:
+    """The timed training step: tokens, counted FLOPs, median time, achieved FLOP/s."""
+    t = step.timing
+    unit, scale = _rate_unit([step.flop_per_s])
+    lines = [
+        "| quantity | value |",
+        "|---|---:|",
+        f"| model | {_model_text(step.count)} |",
+        f"| device, dtype, threads | {t.device}, {step.dtype}, {t.threads} |",
+        f"| tokens per step | {step.count.tokens:,} |",
+        f"| model FLOPs per step (counted) | {flops_text(step.count.counted_flops)} |",
+        f"| step time, median of {t.repeats} (s) | {t.median_s:.4f} |",
+        f"| step time, IQR (s) | {t.iqr_s:.4f} |",
+        f"| achieved ({unit}) | {step.flop_per_s / scale:,.1f} |",
+        f"| tokens per second | {step.tokens_per_s:,.0f} |",
+    ]
+    if t.spread_warning:
+        lines += ["", f'!!! warning "Noisy timing"\n    {t.spread_warning}']
+    return "\n".join(lines)
+
+
+def mfu_markdown(readings: Sequence[MfuReading]) -> str:
+    """Each reading's achieved rate, its peak, and the share: one row per peak.
+
+    >>> r = MfuReading(device="cpu", dtype="fp32", achieved_flop_per_s=40e9,
+    ...                peak_flop_per_s=100e9, peak_label="best matmul", peak_source="here")
+    >>> print(mfu_markdown([r]).splitlines()[2])
+    | cpu | best matmul | 100.0 | 40.0 | 40% | here |
+    """
+    unit, scale = _rate_unit([r.peak_flop_per_s for r in readings])
+    rows = [
+        f"| device | peak it is set against | peak ({unit}) | achieved ({unit}) "
+        "| share of the peak | where the peak comes from |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for r in readings:
+        rows.append(
+            f"| {r.device} | {r.peak_label} | {r.peak_flop_per_s / scale:,.1f} "
+            f"| {r.achieved_flop_per_s / scale:,.1f} | {r.mfu:.0%} | {r.peak_source} |"
+        )
+    return "\n".join(rows)
+
+
+# --- time and money ---------------------------------------------------------------------
+
+
+def _price_cells(plan: TrainingPlan) -> tuple[str, str]:
+    if plan.price_usd_per_gpu_hour is None or plan.cost_usd is None:
+        return "no example rate", "—"
+    return f"{plan.price_usd_per_gpu_hour:.2f}", f"{plan.cost_usd:,.0f}"
+
+
+def plans_markdown(plans: Sequence[TrainingPlan]) -> str:
+    """The same training run on several GPUs: peak, hours, GPU-hours and the example bill."""
+    rows = [
+        "| GPU (datasheet id) | dense peak used (TFLOP/s) | GPUs | MFU | wall-clock hours "
+        "| GPU-hours | example rate ($/GPU-hour, not a quote) | cost ($) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in plans:
+        price, cost = _price_cells(p)
+        rows.append(
+            f"| {p.gpu_name} (`{p.gpu}`) | {p.peak_flop_per_s / 1e12:,.1f} {p.peak_dtype} "
+            f"| {p.gpus} | {p.mfu:.2f} | {p.hours:,.0f} | {p.gpu_hours:,.0f} | {price} | {cost} |"
+        )
+    if plans:
+        f = plans[0].flops
+        rows += [
+            "",
+            f"The run: {f.parameters:.3g} parameters × {f.tokens:.3g} tokens = "
+            f"{flops_text(f.train_flops)} FLOPs. Rates are the where-to-run lesson's example "
+            "on-demand rates, not quotes; a GPU without one has no cost here.",
+        ]
+    return "\n".join(rows)
+
+
+def chinchilla_markdown(plans: Sequence[TrainingPlan]) -> str:
+    """Model sizes trained on 20 tokens per parameter: tokens, FLOPs, hours and the bill."""
+    rows = [
+        "| parameters | tokens (20 per parameter) | FLOPs (6ND) | GPUs | wall-clock hours "
+        "| GPU-hours | cost at the example rate ($) |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in plans:
+        _, cost = _price_cells(p)
+        rows.append(
+            f"| {p.flops.parameters:.3g} | {p.flops.tokens:.3g} "
+            f"| {flops_text(p.flops.train_flops)} | {p.gpus} | {p.hours:,.0f} "
+            f"| {p.gpu_hours:,.0f} | {cost} |"
+        )
+    if plans:
+        p = plans[0]
+        rows += [
+            "",
+            f"On {p.gpu_name} (`{p.gpu}`, dense {p.peak_dtype} peak "
+            f"{p.peak_flop_per_s / 1e12:,.1f} TFLOP/s) at MFU {p.mfu:.2f}.",
+        ]
+    return "\n".join(rows)
+
+
+# --- the CLI ----------------------------------------------------------------------------
+
+
+def to_dict(flops: TrainingFlops, plan: TrainingPlan | None) -> dict[str, Any]:
+    """The compute side of ``gpulesson budget --json``: FLOPs, and with a GPU hours and cost.
+
+    >>> from gpulesson.memory.compute import training_flops
+    >>> to_dict(training_flops(7e9, 1.4e11), None)["train_flops"]
+    5.88e+21
+    """
+    data: dict[str, Any] = {
+        "tokens": flops.tokens,
+        "train_flops": flops.train_flops,
+        "six_nd_flops": flops.six_nd_flops,
+        "forward_flops": flops.forward_flops,
+        "backward_flops": flops.backward_flops,
+        "attention_flops": flops.attention_flops,
+        "recompute_flops": flops.recompute_flops,
+        "hardware_flops": flops.hardware_flops,
+    }
+    if plan is not None:
+        data.update(
+            {
+                "gpu": plan.gpu,
+                "gpu_name": plan.gpu_name,
+                "peak_dtype": plan.peak_dtype,
+                "peak_flop_per_s": plan.peak_flop_per_s,
+                "peak_source": plan.peak_source,
+                "mfu": plan.mfu,
+                "seconds": plan.seconds,
+                "hours": plan.hours,
+                "gpu_hours": plan.gpu_hours,
+                "price_usd_per_gpu_hour": plan.price_usd_per_gpu_hour,
+                "price_source": plan.price_source,
+                "cost_usd": plan.cost_usd,
+            }
+        )
+    return data
+
+
+def to_text(flops: TrainingFlops, plan: TrainingPlan | None) -> str:
+    """The compute side of ``gpulesson budget`` for the terminal.
+
+    >>> from gpulesson.memory.compute import plan_training, training_flops
+    >>> f = training_flops(7e9, 1.4e11)
+    >>> print(to_text(f, plan_training(f, gpu="h100-sxm", gpus=8, mfu=0.4)).splitlines()[-1])
+      cost: no example rate for h100-sxm: give --price-per-gpu-hour
+    """
+    lines = [
+        f"training compute: {flops.parameters:.3g} parameters x {flops.tokens:.3g} tokens",
+        f"  forward (2ND)                     {flops_text(flops.forward_flops):>10} FLOPs",
+        f"  backward (both gradients)         {flops_text(flops.backward_flops):>10} FLOPs",
+    ]
+    if flops.attention_flops:
+        lines.append(
+            f"  attention (12 x layers x seq x hidden x D) "
+            f"{flops_text(flops.attention_flops)} FLOPs"
+        )
+    lines.append(f"  model FLOPs                       {flops_text(flops.train_flops):>10} FLOPs")
+    if flops.recompute_flops:
+        lines.append(
+            f"  + recompute (checkpointing): hardware runs {flops_text(flops.hardware_flops)} "
+            "FLOPs; MFU counts only the model FLOPs, so expect a lower MFU"
+        )
+    if plan is None:
+        return "\n".join(lines)
+    lines += [
+        f"  GPUs: {plan.gpus} x {plan.gpu} ({plan.gpu_name}), dense {plan.peak_dtype} peak "
+        f"{plan.peak_flop_per_s / 1e12:,.1f} TFLOP/s each, MFU {plan.mfu:.2f}",
+        f"  time: {plan.hours:,.1f} hours ({plan.days:,.1f} days), {plan.gpu_hours:,.0f} GPU-hours",
+    ]
+    if plan.cost_usd is None or plan.price_usd_per_gpu_hour is None:
+        lines.append(f"  cost: no example rate for {plan.gpu}: give --price-per-gpu-hour")
+    else:
+        lines += [
+            f"  cost: ${plan.cost_usd:,.0f} at ${plan.price_usd_per_gpu_hour:.2f} per GPU-hour",
+            f"  price: {plan.price_source}",
+        ]
+    return "\n".join(lines)
