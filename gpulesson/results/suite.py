@@ -45,6 +45,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_device",
     "gpulesson.results.entries_matmul",
     "gpulesson.results.entries_memory",
+    "gpulesson.results.entries_decode",
 )
 
 # Share of free device memory (or available RAM) one entry's buffers may take.
