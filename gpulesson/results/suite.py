@@ -46,6 +46,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_matmul",
     "gpulesson.results.entries_memory",
     "gpulesson.results.entries_decode",
+    "gpulesson.results.entries_compute",
 )
 
 # Share of free device memory (or available RAM) one entry's buffers may take.

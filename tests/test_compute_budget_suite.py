@@ -1,0 +1,86 @@
+"""The suite's train_step entry: the lesson's own step function, sized per device, for MFU."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gpulesson.memory.compute_step import count_gpt_step
+from gpulesson.memory.gpt2 import GPT2Config
+from gpulesson.results import datasheets, entries_compute, suite
+from gpulesson.results.bundle import load, measurement_to_dict, to_dict, validate
+from gpulesson.results.compare import datasheet_fraction
+from gpulesson.results.measurements import throughput
+from gpulesson.results.suite import Context, Device
+from gpulesson.timing.results import OpResult
+from tests.conftest import REPO
+
+CPU = Device("cpu", "cpu", 8 * 2**30, 4 * 2**30, 0, None)
+H100 = Device("cuda", "NVIDIA H100 80GB HBM3", 80 * 2**30, 79 * 2**30, 1, (9, 0))
+T4 = Device("cuda", "Tesla T4", 15 * 2**30, 14 * 2**30, 1, (7, 5))
+SMALL = GPT2Config(vocab_size=128, seq_len=32, hidden=64, heads=4, layers=2, attention="eager")
+
+
+def test_train_step_is_registered_and_runs_everywhere():
+    entry = next(e for e in suite.entries() if e.name == "train_step")
+    assert entry.applies(CPU) and entry.applies(H100)
+    assert [e.name for e in suite.select(["train_step"])] == ["train_step"]
+
+
+def test_the_step_is_sized_by_device_dtype_and_memory():
+    cpu = entries_compute.plan_for(Context(CPU, quick=True))
+    assert cpu.config.hidden == 256 and cpu.dtype == "fp32"  # the lesson's own step
+    h100 = entries_compute.plan_for(Context(H100, quick=False))
+    assert (h100.config.hidden, h100.config.attention, h100.batch, h100.dtype) == (
+        768,
+        "sdpa",
+        8,
+        "bf16",
+    )
+    t4 = entries_compute.plan_for(Context(T4, quick=False))
+    assert t4.dtype == "fp16" and t4.batch < 8  # half of 14 GiB free holds a smaller batch
+    mps = entries_compute.plan_for(Context(replace(CPU, type="mps", name="mps"), quick=True))
+    assert mps.config.attention == "eager"  # the counter has no formula for MPS's SDPA
+
+
+def test_a_cpu_run_records_counted_flops_over_the_median_as_a_peak_flops_row(monkeypatch):
+    monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
+    monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
+    (m,) = entries_compute.run_train_step(Context(CPU, quick=True))
+    assert (m.name, m.entry, m.unit, m.dtype, m.limit) == (
+        "train_step.fp32",
+        "train_step",
+        "FLOP/s",
+        "fp32",
+        "peak_flops",
+    )
+    assert m.params["flop"] == count_gpt_step(SMALL, 2).counted_flops  # one code path
+    assert m.params["tokens_per_step"] == 2 * 32 and m.params["attention"] == "eager"
+    assert m.value == pytest.approx(m.params["flop"] / m.spread.median)
+    assert measurement_to_dict(m)["headline"] is True
+
+
+def test_on_a_gpu_bundle_the_datasheet_fraction_is_the_step_s_mfu():
+    bundle = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
+    timing = OpResult(
+        name="GPT-2 training step",
+        device="cuda",
+        dtype="bf16",
+        threads=1,
+        samples_s=(1.0, 1.0, 1.0),
+        flops=350 * 10**12,
+        bytes_moved=0,
+    )
+    row = throughput(
+        timing,
+        name="train_step.bf16",
+        entry="train_step",
+        unit="FLOP/s",
+        label="step",
+        dtype="bf16",
+        limit="peak_flops",
+    )
+    assert datasheet_fraction(row, datasheets.get("h100-sxm")) == pytest.approx(350 / 989.5)
+    with_step = replace(bundle, measurements=(*bundle.measurements, row))
+    assert validate(to_dict(with_step)).measurement("train_step.bf16").value == 350e12
