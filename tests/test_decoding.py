@@ -131,10 +131,12 @@ def test_a_sweep_sets_each_batch_against_its_two_ceilings():
             sweep.peak_flop_per_s / r.flops_per_token
         )
         assert b.limit in ("memory", "compute")
-    assert decode.gain(sweep)[0] == 3.0
+    assert decode.headline_figures(sweep)["batch_ratio"] == (3.0, "x")
 
 
-def _sweep(seconds: dict[int, float], bandwidth_s: float = 1.0) -> decode.DecodeSweep:
+def _sweep(
+    seconds: dict[int, float], bandwidth_s: float = 1.0, kv_bytes_per_token: int = 10**3
+) -> decode.DecodeSweep:
     rows = tuple(
         decode.DecodeTiming(
             device="cpu",
@@ -145,7 +147,7 @@ def _sweep(seconds: dict[int, float], bandwidth_s: float = 1.0) -> decode.Decode
             prefill_samples_s=(s,),
             prompt_tokens=2,
             weight_bytes=10**9,
-            kv_bytes_per_token=10**3,
+            kv_bytes_per_token=kv_bytes_per_token,
             mean_context_tokens=10.0,
             flops_per_token=2e9,
         )
@@ -191,6 +193,21 @@ def test_bounds_follow_the_roofline_arithmetic():
     assert sweep.crossover_batch == pytest.approx(20.0)  # ridge x 4 bytes / 2
 
 
+def test_headline_figures_check_the_rows_against_the_crossover():
+    figures = decode.headline_figures(_sweep({1: 0.5, 64: 2.0}))
+    assert figures["misplaced_rows"] == (0.0, "rows")  # crossover 20: 1 memory, 64 compute
+    assert figures["gain"] == (16.0, "x") and figures["per_sequence_drop"] == (4.0, "x")
+    slow_copy = decode.headline_figures(_sweep({1: 0.5, 64: 2.0}, bandwidth_s=100.0))
+    assert slow_copy["crossover_batch"][0] == pytest.approx(2000.0)
+    assert slow_copy["misplaced_rows"] == (0.0, "rows")  # 64 is now memory-bound, as expected
+    fast_peak = decode.headline_figures(_sweep({2: 0.5, 64: 2.0}, bandwidth_s=0.01))
+    assert fast_peak["crossover_batch"][0] == pytest.approx(0.2)
+    assert fast_peak["misplaced_rows"] == (0.0, "rows")
+    # A cache so large that batch 64 (crossover 20) is bound by memory: the check says so.
+    huge_cache = decode.headline_figures(_sweep({1: 0.5, 64: 2.0}, kv_bytes_per_token=10**8))
+    assert huge_cache["misplaced_rows"] == (1.0, "rows")
+
+
 def test_the_decode_table_shows_every_batch_and_its_bounds():
     sweep = _sweep({1: 0.5, 64: 2.0})
     table = decode_render.decode_markdown(sweep)
@@ -208,8 +225,12 @@ def test_gpu_bounds_come_from_the_datasheets():
     assert dict(t4.tokens_per_s)["fp16"] == pytest.approx(320e9 / 14e9)
     assert dict(t4.tokens_per_s)["int4"] == pytest.approx(4 * 320e9 / 14e9)
     assert t4.crossover_batch == pytest.approx(65e12 / 320e9)
+    assert t4.compute_bound_tokens_per_s == pytest.approx(65e12 / 14e9)
+    assert t4.int4_crossover_batch == pytest.approx(t4.crossover_batch / 4)
     table = decode_render.gpu_bounds_markdown(rows)
-    assert "| NVIDIA T4 | 320 | 22.9 | 45.7 | 91.4 | 203 | 203 |" in table
+    assert "| NVIDIA T4 | 320 | 65.0 | 22.9 | 4,643 | 203 | 203 |" in table
+    quantized = decode_render.quantized_bounds_markdown(rows)
+    assert "| NVIDIA T4 | 22.9 | 45.7 | 91.4 | 51 |" in quantized
     with pytest.raises(ValueError, match="apple-m4"):
         serving.gpu_bounds(7e9, ("apple-m4",))
 
@@ -297,3 +318,17 @@ def test_the_decode_entry_skips_what_does_not_fit():
     tiny = Device(type="cpu", name="cpu", total_bytes=GIB, free_bytes=2, count=0, capability=None)
     (skipped,) = entries_decode.run_decode(Context(device=tiny, quick=True))
     assert skipped.entry == "decode" and "do not fit" in skipped.reason
+
+
+def test_a_measured_bundle_gives_the_page_its_gpu_rows_back(run_cli, tmp_path, monkeypatch):
+    from gpulesson.results.bundle import load
+
+    monkeypatch.setattr(entries_decode, "plan_for", lambda device, quick: TINY_PLAN)
+    out = tmp_path / "bundle.json"
+    result = run_cli("measure", "--quick", "--device", "cpu", "--only", "decode", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    bundle = load(out)  # schema, consistency and plausibility checked
+    sweep = entries_decode.gpu_sweep(bundle, on_cuda=False)
+    assert sweep is not None and [r.batch for r in sweep.rows] == [1, 3]
+    assert "| 3 |" in decode_render.decode_markdown(sweep)
+    assert entries_decode.gpu_sweep(None, on_cuda=False) is None

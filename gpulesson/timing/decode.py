@@ -662,17 +662,56 @@ def measure_decode_sweep(
     )
 
 
-def gain(sweep: DecodeSweep) -> tuple[float, float]:
-    """From the smallest to the largest batch: (batch ratio, total tokens/s ratio).
+# A row counts as on the expected side of the crossover when its batch is this far from it;
+# nearer than that, the KV cache's bytes and the attention's FLOPs may tip it either way.
+CROSSOVER_MARGIN = 1.25
+
+
+def headline_figures(sweep: DecodeSweep) -> dict[str, tuple[float, str]]:
+    """The sweep's figures a lesson's prose and checks read: ``{name: (value, unit)}``.
+
+    ``b1_*`` are the smallest batch's, ``max_*`` the largest's; ``gain`` is total tokens/s
+    at the largest batch over the smallest, ``per_sequence_drop`` how many times slower
+    each sequence got; ``misplaced_rows`` counts rows whose limit contradicts the crossover
+    batch (bound by compute though well below it, or by memory though well above).
 
     >>> rows = [DecodeTiming(device="cpu", dtype="fp32", batch=b, threads=1, samples_s=(s,),
     ...         prefill_samples_s=(s,), prompt_tokens=1, weight_bytes=1, kv_bytes_per_token=1,
     ...         mean_context_tokens=1.0, flops_per_token=1.0) for b, s in ((1, 1.0), (8, 2.0))]
     >>> op = OpResult(name="c", device="cpu", dtype="fp32", threads=1, samples_s=(1.0,),
     ...               flops=1, bytes_moved=1)
-    >>> gain(DecodeSweep(device="cpu", dtype="fp32", parameters=1, config=GPT2Config(),
-    ...      rows=tuple(rows), bandwidths=(op,), peak=op))
-    (8.0, 4.0)
+    >>> f = headline_figures(DecodeSweep(device="cpu", dtype="fp32", parameters=1,
+    ...     config=GPT2Config(), rows=tuple(rows), bandwidths=(op,), peak=op))
+    >>> f["batch_ratio"], f["gain"], f["per_sequence_drop"]
+    ((8.0, 'x'), (4.0, 'x'), (2.0, 'x'))
     """
-    first, last = sweep.rows[0], sweep.rows[-1]
-    return last.batch / first.batch, last.tokens_per_s / first.tokens_per_s
+    bounds = sweep.bounds()
+    first, last = bounds[0], bounds[-1]
+    misplaced = sum(
+        1
+        for b in bounds
+        if (b.batch * CROSSOVER_MARGIN < sweep.crossover_batch and b.limit == "compute")
+        or (b.batch > sweep.crossover_batch * CROSSOVER_MARGIN and b.limit == "memory")
+    )
+    return {
+        "bandwidth_gbs": (sweep.bandwidth_bytes_per_s / 1e9, "GB/s"),
+        "matmul_gflops": (sweep.peak_flop_per_s / 1e9, "GFLOP/s"),
+        "ridge": (sweep.ridge_flop_per_byte, "FLOP/byte"),
+        "crossover_batch": (sweep.crossover_batch, "sequences"),
+        "weight_mb": (sweep.rows[0].weight_bytes / 1e6, "MB"),
+        "b1_batch": (float(first.batch), "sequences"),
+        "b1_tokens_per_s": (first.tokens_per_s, "tokens/s"),
+        "b1_prefill_tokens_per_s": (first.prefill_tokens_per_s, "tokens/s"),
+        "b1_bound_tokens_per_s": (first.bandwidth_bound_tokens_per_s, "tokens/s"),
+        "b1_share": (first.share_of_bound, "ratio"),
+        "b1_intensity": (first.intensity_flop_per_byte, "FLOP/byte"),
+        "b1_kv_share": (first.kv_share_of_bytes, "ratio"),
+        "max_batch": (float(last.batch), "sequences"),
+        "max_tokens_per_s": (last.tokens_per_s, "tokens/s"),
+        "max_kv_share": (last.kv_share_of_bytes, "ratio"),
+        "max_share": (max(b.share_of_bound for b in bounds), "ratio"),
+        "batch_ratio": (last.batch / first.batch, "x"),
+        "gain": (last.tokens_per_s / first.tokens_per_s, "x"),
+        "per_sequence_drop": (first.sequence_tokens_per_s / last.sequence_tokens_per_s, "x"),
+        "misplaced_rows": (float(misplaced), "rows"),
+    }

@@ -132,27 +132,48 @@ def gpu_needed_markdown(plan: DecodePlan) -> str:
 
 
 def gpu_bounds_markdown(rows: Sequence[GpuBound]) -> str:
-    """Datasheet bandwidths turned into batch-1 decode bounds per weight format."""
+    """Datasheet GPUs: batch-1 bounds from bandwidth and from arithmetic, ridge, crossover."""
     if not rows:
         raise ValueError("no GPUs to show: pass at least one datasheet id")
-    names = [name for name, _ in rows[0].tokens_per_s]
-    params = rows[0].parameters
     lines = [
-        "| GPU | memory bandwidth (GB/s, datasheet) | "
-        + " | ".join(f"{n} weights: tokens/s at batch 1" for n in names)
-        + " | fp16 ridge (FLOP/byte) | batch where compute binds (fp16 weights) |",
-        "|---|---:|" + "---:|" * len(names) + "---:|---:|",
+        "| GPU | memory bandwidth (GB/s) | fp16 peak (TFLOP/s, dense) | bandwidth bound, "
+        "batch 1 (tokens/s) | compute bound, batch 1 (tokens/s) | ridge (FLOP/byte) | "
+        "batch where compute binds |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        cells = " | ".join(_rate(v) for _, v in r.tokens_per_s)
         lines.append(
-            f"| {r.name} | {r.bandwidth_bytes_per_s / GB:,.0f} | {cells} | "
+            f"| {r.name} | {r.bandwidth_bytes_per_s / GB:,.0f} | {r.fp16_flop_per_s / 1e12:,.1f} | "
+            f"{_rate(r.format_tokens_per_s('fp16'))} | {_rate(r.compute_bound_tokens_per_s)} | "
             f"{r.ridge_flop_per_byte:,.0f} | {r.crossover_batch:,.0f} |"
         )
     lines += [
         "",
-        f"Weights only, for {params / 1e9:g} x 10^9 parameters; the KV cache, scales of "
-        "quantized formats and every other byte make the real bound lower.",
+        f"A model of {rows[0].parameters / 1e9:g} x 10^9 parameters in fp16, weights only: the KV "
+        "cache and every other byte make the real bandwidth bound lower. Bandwidths and peaks "
+        "are the datasheets' (see Sources).",
+    ]
+    return "\n".join(lines)
+
+
+def quantized_bounds_markdown(rows: Sequence[GpuBound]) -> str:
+    """Batch-1 bandwidth bounds of the same model with fp16, int8 and int4 weights."""
+    if not rows:
+        raise ValueError("no GPUs to show: pass at least one datasheet id")
+    names = [name for name, _ in rows[0].tokens_per_s]
+    lines = [
+        "| GPU | "
+        + " | ".join(f"{n} weights: tokens/s at batch 1" for n in names)
+        + " | int4 weights: batch where compute binds |",
+        "|---|" + "---:|" * len(names) + "---:|",
+    ]
+    for r in rows:
+        cells = " | ".join(_rate(v) for _, v in r.tokens_per_s)
+        lines.append(f"| {r.name} | {cells} | {r.int4_crossover_batch:,.0f} |")
+    lines += [
+        "",
+        "Weights only; the scales a quantized format stores beside its weights add a few "
+        "per cent to the bytes and are left out.",
     ]
     return "\n".join(lines)
 

@@ -96,7 +96,22 @@ class GpuBound:
     ridge_flop_per_byte: float
     crossover_batch: float
 
+    @property
+    def compute_bound_tokens_per_s(self) -> float:
+        """What the arithmetic alone would allow at batch 1: fp16 peak / (2 x parameters)."""
+        return self.fp16_flop_per_s / (2 * self.parameters)
 
+    @property
+    def int4_crossover_batch(self) -> float:
+        """The crossover batch for int4 weights (0.5 bytes each), computed in fp16."""
+        return crossover_batch(self.ridge_flop_per_byte, INT4_BYTES)
+
+    def format_tokens_per_s(self, name: str) -> float:
+        """The batch-1 bound for the weight format called ``name``."""
+        return dict(self.tokens_per_s)[name]
+
+
+INT4_BYTES = 0.5
 FP16_BYTES = 2.0  # the ridge's weights: a step does 2 FLOPs per weight of this many bytes
 DEFAULT_GPUS = ("t4", "l4", "rtx-4090", "a100-80gb", "h100-sxm", "h200")
 
