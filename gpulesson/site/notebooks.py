@@ -60,6 +60,10 @@ SNIPPET_RUNS: dict[str, SnippetRun] = {
     "largest_batch.py": SnippetRun(("--limit-gib", "2"), ()),
     # Exhausting host or unified memory can freeze a machine: the snippet refuses without CUDA.
     "provoke_oom.py": SnippetRun(("--limit-gib", "2"), None),
+    # A GPU runs the default GPT step; a CPU runtime a smaller one, so the cell takes seconds.
+    "flops_and_mfu.py": SnippetRun(
+        (), ("--layers", "2", "--hidden", "128", "--seq", "64", "--batch", "2", "--steps", "3")
+    ),
 }
 
 
