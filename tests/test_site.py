@@ -65,6 +65,26 @@ THEME_LOADERS = {
 }
 
 
+# The chart renderer's builds (docs/javascripts/vendor/, loaded by charts.js) hold these
+# strings, none of which is ever loaded: each file's exact set is checked, so an update that
+# adds one fails until it is read and listed here.
+VENDOR_STRINGS = {
+    "vega.min.js": {
+        "http://www.w3.org/1999/xlink": "an XML namespace name in the SVG it writes",
+        "http://www.w3.org/2000/svg": "an XML namespace name in the SVG it writes",
+        "http://www.w3.org/2000/xmlns/": "an XML namespace name in the SVG it writes",
+    },
+    "vega-lite.min.js": {
+        "https://vega.github.io/schema/vega/v6.json": "the $schema it writes into the Vega "
+        "spec it compiles (vega reads it as a name; charts.js sets mode, nothing fetches it)",
+    },
+    "vega-embed.min.js": {
+        "https://vega.github.io/editor/": "the 'Open in Vega Editor' action, a link shown "
+        "only with actions on (charts.js turns actions off: checked)",
+    },
+}
+
+
 def _outside(url: str) -> bool:
     url = url.strip().lower()
     return url.startswith(("http:", "https:", "//"))
@@ -164,9 +184,28 @@ def test_built_site_loads_nothing_from_outside(built_site: Path):
             found += [f"{name}: {url}" for url in outside_loads_in_css(path.read_text())]
         elif path.suffix in (".js", ".mjs"):
             urls = outside_urls_in_js(path.read_text(encoding="utf-8", errors="replace"))
+            if path.parent.name == "vendor" and path.name in VENDOR_STRINGS:
+                assert set(urls) == set(VENDOR_STRINGS[path.name]), name
+                continue
             found += [f"{name}: {u}" for u in urls if not u.startswith(tuple(THEME_LOADERS))]
     assert not found, "the site loads from other hosts:\n" + "\n".join(found)
     assert not list(built_site.rglob("_markdown_exec_pyodide*"))
+
+
+def test_charts_js_loads_only_the_vendored_renderer_and_lets_it_fetch_nothing():
+    """The conditions VENDOR_STRINGS relies on: no actions (no editor link), a loader that
+    refuses every URL, the renderer's files from beside charts.js, each of them shipped."""
+    script = (REPO / "docs" / "javascripts" / "charts.js").read_text()
+    assert "actions: false" in script
+    assert "loader.load = loader.sanitize = function" in script
+    assert "loader: refusingLoader()" in script
+    assert 'new URL("vendor/", script.src)' in script
+    files = re.search(r"FILES = \[(.*?)\]", script).group(1)
+    names = re.findall(r'"([^"]+)"', files)
+    assert names == list(VENDOR_STRINGS)
+    for name in names:
+        assert (REPO / "docs" / "javascripts" / "vendor" / name).is_file()
+    assert outside_urls_in_js(script) == []
 
 
 def test_require_cuda_fails_without_a_cuda_device(tmp_path: Path):

@@ -1,17 +1,17 @@
 /* "Compare your machine": a reader's result bundle beside the reference bundles.
  *
- * Plain JavaScript, no dependencies, nothing uploaded: the page embeds the reference
+ * Plain JavaScript, nothing uploaded: the page embeds the reference
  * bundles' figures, the datasheet peaks and the display units as JSON
  * (#gl-compare-data, written at build time by gpulesson/site/results_pages.py); this
  * script reads the file the reader picks, checks it, and fills the table and the charts.
- * The charts are drawn by drawCharts() alone, so a chart library can replace it later.
+ * The charts are Vega-Lite specs drawn by charts.js (window.glCharts): bar charts of the
+ * headline figures from the page's template, and the reader's series added to the course's
+ * throughput chart (the figure under .gl-compare-course, whose spec names the dataset).
  * The full checks (JSON Schema, consistency, plausibility) are `gpulesson compare`'s;
  * here a file is refused when its structure or a figure is plainly wrong.
  */
 (function () {
   "use strict";
-
-  var SVG = "http://www.w3.org/2000/svg";
 
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -21,13 +21,6 @@
     (children || []).forEach(function (c) {
       node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
     });
-    return node;
-  }
-
-  function svg(tag, attrs, text) {
-    var node = document.createElementNS(SVG, tag);
-    Object.keys(attrs || {}).forEach(function (key) { node.setAttribute(key, attrs[key]); });
-    if (text !== undefined) { node.textContent = text; }
     return node;
   }
 
@@ -169,52 +162,82 @@
     ]));
   }
 
-  /* --- charts: one horizontal bar chart per figure; replaceable as a unit ---------------- */
+  /* --- charts (Vega-Lite, drawn by charts.js from specs gpulesson writes) -------------- */
 
+  function clone(spec) { return JSON.parse(JSON.stringify(spec)); }
+
+  /* One bar chart per headline figure a reference bundle also has: yours, then each
+     reference, in the row's display unit (log scale past a hundredfold, as before). */
   function drawCharts(box, rows, bundle, data) {
-    var figures = rows.filter(function (r) { return r.refs.some(Boolean); }).map(function (r) {
-      var bars = [{ label: "yours: " + bundle.provenance.device_name, value: r.mine.value, mine: true }];
+    var template = data.charts.headline;
+    var colours = template.usermeta.gl_colours;
+    var device = bundle.provenance.device_name;
+    var charts = rows.filter(function (r) { return r.refs.some(Boolean); }).map(function (r) {
+      var unit = r.scale[0];
+      function bar(series, value, reader) {
+        return { series: series, colour: reader ? colours.reader : colours.reference, reader: reader,
+          shown: value / r.scale[1], text: formatNumber(value / r.scale[1]) + " " + unit };
+      }
+      var bars = [bar("yours: " + device, r.mine.value, true)];
       r.refs.forEach(function (c, i) {
-        if (c) { bars.push({ label: "[" + (i + 1) + "] " + data.references[i].device, value: c.value, mine: false }); }
+        if (c) { bars.push(bar("[" + (i + 1) + "] " + data.references[i].device, c.value, false)); }
       });
-      return barChart(r, bars);
+      var values = bars.map(function (b) { return b.shown; });
+      var positive = values.filter(function (v) { return v > 0; });
+      var log = positive.length === values.length && Math.max.apply(null, values) / Math.min.apply(null, values) > 100;
+      var title = r.label + " (" + unit + (log ? ", log scale" : "") + ")";
+      var summary = title + ": " + bars.map(function (b) { return b.series + " " + b.text; }).join("; ");
+      var spec = clone(template);
+      spec.title = title;
+      spec.description = summary;
+      spec.datasets.bars = bars;
+      spec.height = bars.length * template.usermeta.gl_bar_px;
+      spec.encoding.x.title = unit;
+      /* Room right of the longest bar for its text; a log scale needs a start above zero. */
+      var top = Math.max.apply(null, values);
+      if (log) {
+        var start = Math.min.apply(null, values) / 2;
+        spec.encoding.x.scale = { type: "log", domainMin: start, domainMax: top * 10 };
+        spec.encoding.x.axis = template.usermeta.gl_log_axis;
+        spec.layer.forEach(function (layer) {  /* bars start at the axis, not at zero */
+          if (layer.mark.type === "bar") { layer.encoding.x2 = { datum: start }; }
+        });
+      } else {
+        spec.encoding.x.scale = { type: "linear", domainMax: top * 1.3 };
+      }
+      var figure = el("figure", { class: "gl-chart gl-compare-figure", "data-gl-chart": "" }, [
+        el("div", { class: "gl-chart-view", role: "img", "aria-label": summary }),
+        el("figcaption", { text: r.label + ": the same figures as the table above." })
+      ]);
+      return { figure: figure, spec: spec };
     });
-    if (!figures.length) {
+    if (!charts.length) {
       box.replaceChildren(el("p", { text: "No reference bundle has these figures yet, so there is nothing to chart." }));
       return;
     }
-    box.replaceChildren.apply(box, figures);
+    box.replaceChildren.apply(box, charts.map(function (c) { return c.figure; }));
+    charts.forEach(function (c) { window.glCharts.render(c.figure, c.spec); });
   }
 
-  function barChart(row, bars) {
-    var width = 640, barH = 26, gap = 8, left = 8, top = 8, labelW = 300;
-    var height = top * 2 + bars.length * (barH + gap);
-    var values = bars.map(function (b) { return b.value; });
-    var max = Math.max.apply(null, values), min = Math.min.apply(null, values.filter(function (v) { return v > 0; }));
-    var log = min > 0 && max / min > 100;
-    var span = width - left - labelW - 90;
-    function length(v) {
-      if (v <= 0) { return 0; }
-      if (!log) { return span * v / max; }
-      var lo = Math.log10(min) - 1, hi = Math.log10(max);
-      return span * (Math.log10(v) - lo) / (hi - lo);
-    }
-    var summary = row.label + " in " + row.scale[0] + (log ? " (log scale)" : "") + ": " + bars.map(function (b) {
-      return b.label + " " + formatNumber(b.value / row.scale[1]);
-    }).join("; ");
-    var chart = svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": summary });
-    chart.appendChild(svg("title", {}, summary));
-    bars.forEach(function (b, i) {
-      var y = top + i * (barH + gap);
-      chart.appendChild(svg("text", { x: left, y: y + barH * 0.68, fill: "currentColor", "font-size": "13",
-        "font-weight": b.mine ? "700" : "400" }, b.label.length > 40 ? b.label.slice(0, 39) + "…" : b.label));
-      chart.appendChild(svg("rect", { x: left + labelW, y: y, width: Math.max(length(b.value), 1), height: barH,
-        fill: b.mine ? "var(--gl-chart-1, #e65100)" : "var(--gl-chart-0, #1e88e5)", "data-bar": b.mine ? "mine" : "reference" }));
-      chart.appendChild(svg("text", { x: left + labelW + Math.max(length(b.value), 1) + 6, y: y + barH * 0.68,
-        fill: "currentColor", "font-size": "13" }, formatNumber(b.value / row.scale[1]) + " " + row.scale[0]));
+  /* The course's charts on this page: the reference bundles' series plus the reader's,
+     written as the rows gpulesson writes for a bundle (gpulesson.results.render.measurement_rows). */
+  function overlay(root, bundle) {
+    root.querySelectorAll(".gl-compare-course figure[data-gl-chart]").forEach(function (figure) {
+      var base = figure.glBase || (figure.glBase = window.glCharts.specOf(figure));
+      var meta = base && base.usermeta && base.usermeta.gl_overlay;
+      if (!meta) { return; }
+      var spec = clone(base);
+      if (bundle) {
+        var series = "yours: " + bundle.provenance.device_name;
+        spec.datasets[meta.dataset] = spec.datasets[meta.dataset].concat(bundle.measurements.map(function (m) {
+          return { series: series, colour: meta.reader_colour, reader: true, name: m.name, unit: m.unit,
+            value: m.value, dtype: m.dtype === undefined ? null : m.dtype };
+        }));
+      }
+      var empty = spec.datasets[meta.dataset].length === 0;
+      figure.hidden = empty;
+      if (!empty) { window.glCharts.render(figure, spec); }
     });
-    return el("figure", { class: "gl-chart gl-compare-figure" }, [chart,
-      el("figcaption", { text: row.label + " (" + row.scale[0] + (log ? ", log scale" : "") + ")" })]);
   }
 
   /* --- wiring -------------------------------------------------------------------------- */
@@ -241,11 +264,13 @@
           status.textContent = "Refused " + file.name + ": " + error.message;
           tableBox.replaceChildren();
           chartBox.replaceChildren();
+          overlay(root, null);
           return;
         }
         var rows = buildRows(bundle, data);
         drawTable(tableBox, rows, bundle, data);
         drawCharts(chartBox, rows, bundle, data);
+        overlay(root, bundle);
         root.dataset.state = "shown";
         status.textContent = "Showing " + file.name + ": " + bundle.provenance.device_name + ", " +
           rows.length + " headline figures. Nothing was uploaded.";

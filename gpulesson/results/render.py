@@ -18,7 +18,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from gpulesson.results.bundle import Measurement
 from gpulesson.results.compare import Across, Cell, Comparison, Row, Sourced
+from gpulesson.timing import charts
 
 MISSING = "—"
 
@@ -277,4 +279,217 @@ def browser_data(bundles: Sequence[Sourced], datasheet_rows: Sequence[Any]) -> d
             }
             for row in datasheet_rows
         },
+    }
+
+
+# --- charts: the course's charts across bundles, with room for the reader's ----------------
+
+#: The rows of a chart's measurements dataset: one per measurement, its fields copied from
+#: the bundle as they are (compare.js writes the reader's bundle the same way); the chart
+#: spec filters and scales them.
+OVERLAY_DATASET = "measurements"
+# Reference series take these colours; the reader's own is charts.READER_COLOUR.
+_REFERENCE_COLOURS = tuple(charts.colour(i) for i in (0, 2, 3, 4))
+_MATMUL_BY_SIZE = "test(/^matmul[.][a-z0-9]+[.]n[0-9]+$/, datum.name)"
+_SIZE_FROM_NAME = "toNumber(replace(datum.name, /^matmul[.][a-z0-9]+[.]n/, ''))"
+#: The smallest and largest n ``gpulesson measure`` sweeps (``entries_matmul.PLANS``): the size
+#: axis is exactly this span, so bundles line up and a bundle with one size still has an axis.
+SWEEP_SPAN_N = (64, 16384)
+
+
+def series_label(index: int, sourced: Sourced) -> str:
+    """How a chart names bundle ``index`` (1-based, as the tables' columns).
+
+    >>> from types import SimpleNamespace
+    >>> series_label(2, SimpleNamespace(device="Tesla T4"))
+    '[2] Tesla T4'
+    """
+    return f"[{index}] {sourced.device}"
+
+
+def measurement_rows(
+    series: str, colour: str, measurements: Sequence[Measurement], *, reader: bool = False
+) -> list[dict[str, Any]]:
+    """A bundle's measurements as chart rows: name, unit, value and dtype, unchanged.
+
+    >>> m = Measurement(name="matmul.fp32.n64", entry="matmul", unit="FLOP/s", value=2e9,
+    ...                 samples=(1.0,), samples_unit="s", dtype="fp32")
+    >>> measurement_rows("[1] cpu", "var(--gl-chart-0)", [m])[0]["value"]
+    2000000000.0
+    """
+    return [
+        {
+            "series": series,
+            "colour": colour,
+            "reader": reader,
+            "name": m.name,
+            "unit": m.unit,
+            "value": m.value,
+            "dtype": m.dtype,
+        }
+        for m in measurements
+    ]
+
+
+def throughput_chart(bundles: Sequence[Sourced], *, reader: bool = False) -> dict[str, Any]:
+    """Matmul throughput by size, one line per bundle and dtype, in TFLOP/s on log-log axes.
+
+    The chart of the lesson "Why GPUs win at training", for every bundle. Its data is the
+    named dataset :data:`OVERLAY_DATASET` of :func:`measurement_rows`; with ``reader``,
+    ``usermeta.gl_overlay`` tells compare.js where to add the reader's rows and in which
+    colour, so the reader's series lands on the same chart.
+
+    >>> spec = throughput_chart([], reader=True)
+    >>> spec["usermeta"]["gl_overlay"]["dataset"], spec["datasets"]["measurements"]
+    ('measurements', [])
+    """
+    rows = [
+        row
+        for i, s in enumerate(bundles, start=1)
+        for row in measurement_rows(
+            series_label(i, s),
+            _REFERENCE_COLOURS[(i - 1) % len(_REFERENCE_COLOURS)],
+            s.bundle.measurements,
+        )
+    ]
+    x_title = "matrix size n (log scale)"
+    y_title = "achieved TFLOP/s (log scale)"
+    spec = {
+        "title": "Matmul throughput by size",
+        "description": (
+            f"Line chart on log-log axes: {y_title} against {x_title}, one line per bundle "
+            "and dtype" + (", your bundle's in bold once you choose it." if reader else ".")
+        ),
+        "width": "container",
+        "height": charts.HEIGHT_PX,
+        "autosize": {"type": "fit-x", "contains": "padding"},
+        "datasets": {OVERLAY_DATASET: rows},
+        "data": {"name": OVERLAY_DATASET},
+        "transform": [
+            {"filter": _MATMUL_BY_SIZE},
+            {"calculate": _SIZE_FROM_NAME, "as": "n"},  # matmul.<dtype>.n<size>
+            {"calculate": "datum.value / 1e12", "as": "tflops"},
+        ],
+        "encoding": {
+            "x": {
+                "field": "n",
+                "type": "quantitative",
+                "title": x_title,
+                "scale": charts.log_scale(2, SWEEP_SPAN_N),
+                "axis": charts.log_axis(2),
+            },
+            "y": {
+                "field": "tflops",
+                "type": "quantitative",
+                "title": y_title,
+                "scale": charts.log_scale(10),
+                "axis": charts.log_axis(10),
+            },
+            "tooltip": [
+                {"field": "series", "type": "nominal", "title": "bundle"},
+                {"field": "dtype", "type": "nominal", "title": "dtype"},
+                {"field": "n", "type": "quantitative", "title": "n", "format": ",d"},
+                {"field": "tflops", "type": "quantitative", "title": "TFLOP/s", "format": ",.3~r"},
+            ],
+        },
+        "layer": [
+            {
+                "mark": {"type": "line"},
+                "encoding": {
+                    "color": {
+                        "field": "series",
+                        "type": "nominal",
+                        "title": "bundle",
+                        "scale": {"range": {"field": "colour"}},
+                        "legend": {"orient": "bottom", "direction": "vertical"},
+                    },
+                    "strokeWidth": {
+                        "condition": {"test": "datum.reader", "value": 4},
+                        "value": 2,
+                    },
+                    "strokeDash": {
+                        "field": "dtype",
+                        "type": "nominal",
+                        "title": "dtype",
+                        "legend": {
+                            "orient": "bottom",
+                            "direction": "vertical",
+                            "symbolType": "stroke",
+                            "symbolStrokeWidth": 2,
+                            "symbolStrokeColor": "var(--md-default-fg-color)",
+                        },
+                    },
+                },
+            },
+            {
+                "mark": {"type": "point", "filled": True, "size": 50, "opacity": 1},
+                "encoding": {"color": {"field": "series", "type": "nominal"}},
+            },
+        ],
+    }
+    if reader:
+        spec["usermeta"] = {
+            "gl_overlay": {"dataset": OVERLAY_DATASET, "reader_colour": charts.READER_COLOUR}
+        }
+    return spec
+
+
+BAR_PX = 30
+
+
+def headline_chart_template() -> dict[str, Any]:
+    """One headline figure as bars, yours beside each reference: the spec compare.js fills.
+
+    compare.js sets the title, the description and the dataset ``bars`` (rows with
+    ``series``, ``colour``, ``reader``, ``shown``: the value in the row's display unit, and
+    ``text``: it as the table prints it), sets the height to :data:`BAR_PX` per bar, leaves
+    room right of the longest bar for its text, and makes the x scale logarithmic (with
+    ``usermeta.gl_log_axis``) when the values span more than a hundredfold.
+
+    >>> spec = headline_chart_template()
+    >>> spec["data"], spec["encoding"]["x"]["field"]
+    ({'name': 'bars'}, 'shown')
+    """
+    return {
+        "title": "",
+        "description": "",
+        "width": "container",
+        "height": BAR_PX,  # per bar: compare.js multiplies by the number of bars
+        "autosize": {"type": "fit-x", "contains": "padding"},
+        "datasets": {"bars": []},
+        "data": {"name": "bars"},
+        "usermeta": {
+            "gl_colours": {"reader": charts.READER_COLOUR, "reference": charts.colour(0)},
+            "gl_bar_px": BAR_PX,
+            "gl_log_axis": charts.log_axis(10),
+        },
+        "encoding": {
+            "y": {
+                "field": "series",
+                "type": "nominal",
+                "sort": None,
+                "title": None,
+                "axis": {"labelLimit": 260},
+            },
+            "x": {
+                "field": "shown",
+                "type": "quantitative",
+                "title": "",
+                "scale": {"type": "linear"},
+            },
+            "tooltip": [
+                {"field": "series", "type": "nominal", "title": "bundle"},
+                {"field": "text", "type": "nominal", "title": "value"},
+            ],
+        },
+        "layer": [
+            {
+                "mark": {"type": "bar", "height": {"band": 0.75}},
+                "encoding": {"color": {"field": "colour", "type": "nominal", "scale": None}},
+            },
+            {
+                "mark": {"type": "text", "align": "left", "dx": 4},
+                "encoding": {"text": {"field": "text", "type": "nominal"}},
+            },
+        ],
     }

@@ -33,7 +33,10 @@ from gpulesson.results.render import (
     browser_data,
     bundles_markdown,
     display_scales,
+    headline_chart_template,
+    throughput_chart,
 )
+from gpulesson.timing.charts import to_html
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO_ROOT / "results"
@@ -78,6 +81,15 @@ def results_markdown(root: Path = RESULTS_DIR) -> str:
         "### Every figure",
         across_to_markdown(across(bundles, headline_only=False)),
     ]
+    if any(m.name.startswith("matmul.") for b in bundles for m in b.bundle.measurements):
+        parts += [
+            "### Matmul throughput by size",
+            to_html(
+                throughput_chart(bundles),
+                caption="Matmul throughput by size, per bundle and dtype: every value is in "
+                "the table above (the matmul rows).",
+            ),
+        ]
     return "\n\n".join(parts)
 
 
@@ -89,12 +101,25 @@ def compare_data(root: Path = RESULTS_DIR) -> dict:
     data["flops_tolerance"] = FLOPS_TOLERANCE
     data["display_scales"] = display_scales()
     data["units"] = {unit: True for unit in UNITS}
+    data["charts"] = {"headline": headline_chart_template()}
     return data
 
 
 def compare_html(root: Path = RESULTS_DIR) -> str:
-    """The compare page's interactive part; works with JavaScript only, says so without it."""
+    """The compare page's interactive part; works with JavaScript only, says so without it.
+
+    The course's throughput chart shows the reference bundles from the start (hidden while
+    there is none) and the reader's series once a bundle is chosen.
+    """
     payload = json.dumps(compare_data(root), separators=(",", ":")).replace("</", "<\\/")
+    references = load_dir(root / "reference", "reference")
+    course_chart = to_html(
+        throughput_chart(references, reader=True),
+        caption="Matmul throughput by size, per bundle and dtype. The reference figures are "
+        "in the tables on Results across GPUs; all of yours are printed by "
+        "gpulesson compare mine.json --all.",
+        hidden=not references,
+    )
     return "\n".join(
         [
             '<div class="gl-compare" data-gl-compare>',
@@ -106,6 +131,7 @@ def compare_html(root: Path = RESULTS_DIR) -> str:
             "nothing is uploaded.</p>",
             '<div class="gl-compare-table"></div>',
             '<div class="gl-compare-chart"></div>',
+            f'<div class="gl-compare-course">{course_chart}</div>',
             "<noscript><p>This comparison runs in your browser and needs JavaScript. "
             "Without it, run <code>gpulesson compare mine.json</code> in a clone of the "
             "repository: it prints the same table.</p></noscript>",

@@ -1,34 +1,51 @@
-"""Charts as plain inline SVG strings, legible in light and dark themes.
+"""Vega-Lite specs for the course's charts, and the one line of HTML a page prints for each.
 
-No plotting library: a chart is a string of SVG elements that a page prints.
-Text and axes use ``currentColor`` (the page's text colour, which the theme
-flips), and data colours come from CSS variables (``--gl-chart-0`` ...,
-defined per colour scheme in ``docs/stylesheets/charts.css``) with fallbacks
-that read on both white and near-black backgrounds. Both axes are logarithmic,
-which suits the quantities the course plots (sizes, FLOP/s, FLOP per byte).
-Used through ``gpulesson.timing.render`` by the lessons ``why-gpus.md`` and ``roofline.md``.
+A chart is a Vega-Lite spec (https://vega.github.io/vega-lite/docs/), built here as plain
+dicts: the data inline (never a URL, so the renderer fetches nothing), log axes labelled at
+powers of ten (0.01, 0.1, 1, 10, 100, 1000, then 1e4, 1e5, ...; :data:`DECADE_LABEL`) or at
+powers of two for matrix sizes, and tooltips that show each point's figures in the page
+table's own format. Colours are written as CSS variables (``var(--gl-chart-0)``, ...;
+``docs/stylesheets/charts.css`` sets them per colour scheme): in the browser,
+``docs/javascripts/charts.js`` resolves them for the scheme the reader chose, sets the
+axis and text colours from the theme, and renders the spec with the vega, vega-lite and
+vega-embed builds shipped in ``docs/javascripts/vendor/``.
 
->>> svg = line_chart([Series("cpu", ((64.0, 10.0), (128.0, 20.0)))], "n", "GFLOP/s", "t")
->>> svg.startswith('<figure class="gl-chart">') and "currentColor" in svg
+:func:`to_html` wraps a spec in a ``<figure>`` whose label says what the chart shows and
+where its table is (the table on the page is the chart's text equivalent, for screen
+readers and for readers without JavaScript). The functions here render; they compute no
+figure a page reports: callers pass values and labels already formatted as their tables
+show them. Used through ``gpulesson.timing.render`` by the lessons ``why-gpus.md`` and
+``roofline.md``, and by ``gpulesson.results.render`` for the results and compare pages.
+
+>>> spec = line_chart([Series("cpu", ((64.0, 10.0), (128.0, 20.0)))], "n", "GFLOP/s", "T")
+>>> spec["encoding"]["y"]["scale"]["type"], len(spec["data"]["values"])
+('log', 2)
+>>> to_html(spec, caption="T.").startswith('<figure class="gl-chart" data-gl-chart>')
 True
 """
 
 from __future__ import annotations
 
 import html
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-WIDTH = 640
-HEIGHT = 380
-MARGIN_LEFT = 78
-MARGIN_RIGHT = 24
-MARGIN_TOP = 40
-MARGIN_BOTTOM = 58
+HEIGHT_PX = 320
+PALETTE_SIZE = 5
+READER_COLOUR = "var(--gl-chart-reader)"
+POWERS_OF_TWO = 24  # ticks of a base-2 axis: up to n = 16,777,216
 
-# Fallbacks chosen to keep 3:1 contrast on white and on mkdocs-material's slate.
-PALETTE_FALLBACKS = ("#1e88e5", "#e65100", "#8e24aa", "#00897b", "#c62828")
+# A label at each power of ten and none between; plain numbers from 0.001 to 1000, then
+# 1e4, 1e-4 ...: readable at any magnitude, never 0.000001 or 1,000,000.
+_EXPONENT = "log(datum.value) / LN10"
+DECADE_TEST = f"abs({_EXPONENT} - round({_EXPONENT})) < 1e-6"
+DECADE_LABEL = (
+    f"{DECADE_TEST} ? (abs(round({_EXPONENT})) <= 3 ? format(datum.value, '~g') : "
+    f"'1e' + round({_EXPONENT})) : ''"
+)
 
 
 @dataclass(frozen=True)
@@ -49,26 +66,49 @@ class Point:
 
 
 def colour(index: int) -> str:
-    """The CSS colour for data series ``index``, a variable with a fallback.
+    """The colour of data series ``index``: a CSS variable charts.js resolves per scheme.
 
-    >>> colour(0)
-    'var(--gl-chart-0, #1e88e5)'
+    >>> colour(0), colour(6)
+    ('var(--gl-chart-0)', 'var(--gl-chart-1)')
     """
-    i = index % len(PALETTE_FALLBACKS)
-    return f"var(--gl-chart-{i}, {PALETTE_FALLBACKS[i]})"
+    return f"var(--gl-chart-{index % PALETTE_SIZE})"
 
 
-def format_tick(value: float) -> str:
-    """A short label for a tick: 0.01, 1, 250, 10k, 2M.
+def log_scale(base: int = 10, domain: tuple[float, float] | None = None) -> dict[str, Any]:
+    """A logarithmic scale; with a domain, exactly that domain.
 
-    >>> [format_tick(v) for v in (0.01, 1, 64, 2048, 10000, 2.5e6)]
-    ['0.01', '1', '64', '2048', '10k', '2.5M']
+    >>> log_scale(2)
+    {'type': 'log', 'base': 2, 'nice': True}
     """
-    if value >= 1e6:
-        return f"{value / 1e6:g}M"
-    if value >= 1e4:
-        return f"{value / 1e3:g}k"
-    return f"{value:g}"
+    if domain is None:
+        return {"type": "log", "base": base, "nice": True}
+    return {"type": "log", "base": base, "domain": list(domain), "nice": False}
+
+
+def log_axis(base: int = 10) -> dict[str, Any]:
+    """Axis labels for a log scale: powers of ten as :data:`DECADE_LABEL`, or powers of two.
+
+    Grid lines between the powers of ten are fainter than at them. Base 2 lists its ticks
+    (every power of two up to 2**POWERS_OF_TWO; vega draws those inside the domain): left to
+    itself, a log scale spanning few powers falls back to ticks such as 2500, 3000.
+
+    >>> log_axis(2)["values"][:4], log_axis(2)["labelExpr"]
+    ([1, 2, 4, 8], "format(datum.value, '~g')")
+    """
+    if base == 2:
+        return {
+            "values": [2**k for k in range(POWERS_OF_TWO + 1)],
+            "labelExpr": "format(datum.value, '~g')",
+            "labelOverlap": "greedy",
+        }
+    if base != 10:
+        raise ValueError(f"log axes here use base 10 or 2, got {base}: pass 10 or 2")
+    return {
+        "labelExpr": DECADE_LABEL,
+        "labelOverlap": False,
+        "gridOpacity": {"condition": {"test": DECADE_TEST, "value": 1}, "value": 0.35},
+        "tickSize": {"condition": {"test": DECADE_TEST, "value": 6}, "value": 3},
+    }
 
 
 def decade_ticks(low: float, high: float) -> list[float]:
@@ -84,86 +124,57 @@ def decade_ticks(low: float, high: float) -> list[float]:
     return [10**k if k >= 0 else 10.0**k for k in range(first, last + 1)]
 
 
-class _LogAxes:
-    """Maps data to pixels on log-log axes inside the plot area."""
+def decade_domain(low: float, high: float) -> tuple[float, float]:
+    """``(low, high)``, widened to powers of ten when it would show fewer than two of them.
 
-    def __init__(self, x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
-        self.x0, self.x1 = (math.log10(v) for v in x_range)
-        self.y0, self.y1 = (math.log10(v) for v in y_range)
-        self.left, self.right = MARGIN_LEFT, WIDTH - MARGIN_RIGHT
-        self.top, self.bottom = MARGIN_TOP, HEIGHT - MARGIN_BOTTOM
-
-    def x(self, value: float) -> float:
-        share = (math.log10(value) - self.x0) / (self.x1 - self.x0)
-        return self.left + share * (self.right - self.left)
-
-    def y(self, value: float) -> float:
-        share = (math.log10(value) - self.y0) / (self.y1 - self.y0)
-        return self.bottom - share * (self.bottom - self.top)
+    >>> decade_domain(0.03, 1000.0), decade_domain(20.0, 90.0)
+    ((0.03, 1000.0), (10, 100))
+    """
+    inside = [t for t in decade_ticks(low, high) if low <= t <= high]
+    if len(inside) >= 2:
+        return low, high
+    ticks = decade_ticks(low, high)
+    return ticks[0], ticks[-1]
 
 
-def _text(
-    x: float, y: float, text: str, anchor: str = "middle", size: int = 12, extra: str = ""
-) -> str:
-    return (
-        f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" fill="currentColor" '
-        f'font-size="{size}"{extra}>{html.escape(text)}</text>'
-    )
+def power_domain(values: Sequence[float], base: int = 10) -> tuple[float, float]:
+    """The powers of ``base`` at or just outside the values: always two or more of them.
+
+    A log axis over a single value would have no extent to place ticks on.
+
+    >>> power_domain([64, 100, 4096], 2), power_domain([8192], 2), power_domain([0.013])
+    ((64, 4096), (4096, 16384), (0.01, 0.1))
+    """
+    low = math.floor(math.log(min(values), base) + 1e-9)
+    high = math.ceil(math.log(max(values), base) - 1e-9)
+    if high == low:  # one value, itself a power: one power either side
+        low, high = low - 1, high + 1
+    return _power(base, low), _power(base, high)
 
 
-def _frame(
-    axes: _LogAxes,
-    x_ticks: Sequence[float],
-    y_ticks: Sequence[float],
-    x_label: str,
-    y_label: str,
-    title: str,
-) -> list[str]:
-    """Grid, ticks, axis labels and the title."""
-    parts = [
-        _text(WIDTH / 2, 20, title, size=14, extra=' font-weight="bold"'),
-        '<g stroke="currentColor" stroke-opacity="0.18" stroke-width="1">',
-    ]
-    for t in x_ticks:
-        parts.append(
-            f'<line x1="{axes.x(t):.1f}" y1="{axes.top}" x2="{axes.x(t):.1f}" y2="{axes.bottom}"/>'
+def _power(base: int, exponent: int) -> float:
+    return base**exponent if exponent >= 0 else float(base) ** exponent
+
+
+def _positive(values: Sequence[float], what: str) -> None:
+    if not values:
+        raise ValueError(f"a chart needs at least one point: pass {what} with data")
+    low = min(values)
+    if low <= 0 or not math.isfinite(low):
+        raise ValueError(
+            f"log axes need positive values, got {low} in {what}: drop zero or negative data"
         )
-    for t in y_ticks:
-        parts.append(
-            f'<line x1="{axes.left}" y1="{axes.y(t):.1f}" x2="{axes.right}" y2="{axes.y(t):.1f}"/>'
-        )
-    parts.append("</g>")
-    parts.append(
-        f'<rect x="{axes.left}" y="{axes.top}" width="{axes.right - axes.left}" '
-        f'height="{axes.bottom - axes.top}" fill="none" stroke="currentColor" '
-        'stroke-opacity="0.6"/>'
-    )
-    for t in x_ticks:
-        parts.append(_text(axes.x(t), axes.bottom + 16, format_tick(t)))
-    for t in y_ticks:
-        parts.append(_text(axes.left - 6, axes.y(t) + 4, format_tick(t), anchor="end"))
-    parts.append(_text((axes.left + axes.right) / 2, HEIGHT - 14, x_label))
-    middle = (axes.top + axes.bottom) / 2
-    parts.append(_text(16, middle, y_label, extra=f' transform="rotate(-90 16 {middle:.1f})"'))
-    return parts
 
 
-def _wrap(parts: list[str], title: str) -> str:
-    """One line of HTML (no blank lines, so Markdown leaves it alone)."""
-    svg = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{html.escape(title)}" '
-        'style="max-width:100%;height:auto;font-family:inherit">'
-        f"<title>{html.escape(title)}</title>" + "".join(parts) + "</svg>"
-    )
-    return f'<figure class="gl-chart">{svg}</figure>'
-
-
-def _range(values: Sequence[float], pad: float) -> tuple[float, float]:
-    low, high = min(values), max(values)
-    if low <= 0:
-        raise ValueError(f"log axes need positive values, got {low}: drop zero or negative data")
-    return low / pad, high * pad
+def _frame(title: str, description: str) -> dict[str, Any]:
+    """What every chart spec starts with: title, description, size that fits its column."""
+    return {
+        "title": title,
+        "description": description,
+        "width": "container",
+        "height": HEIGHT_PX,
+        "autosize": {"type": "fit-x", "contains": "padding"},
+    }
 
 
 def line_chart(
@@ -171,38 +182,83 @@ def line_chart(
     x_label: str,
     y_label: str,
     title: str,
-) -> str:
-    """Lines with markers on log-log axes; x ticks at the data's x values.
+    *,
+    x_base: int = 10,
+    y_format: str = ",.1f",
+) -> dict[str, Any]:
+    """Lines with markers on log-log axes, one colour per series, with a legend and tooltips.
 
-    >>> svg = line_chart([Series("a", ((1.0, 1.0), (10.0, 100.0)))], "x (s)", "y (B)", "T")
-    >>> svg.count("<circle"), "x (s)" in svg, "y (B)" in svg
-    (2, True, True)
+    ``x_base`` 2 labels the x axis at powers of two (matrix sizes); ``y_format`` is the
+    d3 format of y in tooltips (the page table's format).
+
+    >>> spec = line_chart([Series("a", ((1.0, 1.0), (10.0, 100.0)))], "x (s)", "y (B)", "T")
+    >>> [layer["mark"]["type"] for layer in spec["layer"]], spec["encoding"]["x"]["title"]
+    (['line', 'point'], 'x (s)')
     """
+    _positive([v for s in series for point in s.points for v in point], "series")
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points]
-    if not xs:
-        raise ValueError("a chart needs at least one point: pass a series with data")
-    axes = _LogAxes(_range(xs, 1.15), _range(ys, 1.6))
-    x_ticks = sorted(set(xs))
-    y_ticks = [t for t in decade_ticks(min(ys), max(ys)) if axes.y0 <= math.log10(t) <= axes.y1]
-    parts = _frame(axes, x_ticks, y_ticks, x_label, y_label, title)
-    for index, s in enumerate(series):
-        stroke = colour(index)
-        points = " ".join(f"{axes.x(x):.1f},{axes.y(y):.1f}" for x, y in s.points)
-        parts.append(
-            f'<polyline points="{points}" fill="none" stroke-width="2.5" style="stroke:{stroke}"/>'
-        )
-        for x, y in s.points:
-            parts.append(
-                f'<circle cx="{axes.x(x):.1f}" cy="{axes.y(y):.1f}" r="3.5" style="fill:{stroke}"/>'
-            )
-        legend_y = axes.top + 18 + 18 * index
-        parts.append(
-            f'<line x1="{axes.left + 10}" y1="{legend_y - 4}" x2="{axes.left + 34}" '
-            f'y2="{legend_y - 4}" stroke-width="3" style="stroke:{stroke}"/>'
-        )
-        parts.append(_text(axes.left + 40, legend_y, s.label, anchor="start"))
-    return _wrap(parts, title)
+    rows = [
+        {"series": s.label, "colour": colour(i), "x": x, "y": y}
+        for i, s in enumerate(series)
+        for x, y in s.points
+    ]
+    names = " and ".join(s.label for s in series)
+    spec = _frame(
+        title,
+        f"Line chart on log-log axes: {y_label} against {x_label}, for {names}.",
+    )
+    spec["data"] = {"values": rows}
+    spec["encoding"] = {
+        "x": {
+            "field": "x",
+            "type": "quantitative",
+            "title": x_label,
+            "scale": log_scale(x_base, power_domain(xs, x_base)),
+            "axis": log_axis(x_base),
+        },
+        "y": {
+            "field": "y",
+            "type": "quantitative",
+            "title": y_label,
+            "scale": log_scale(10, power_domain(ys, 10)),
+            "axis": log_axis(10),
+        },
+        "tooltip": [
+            {"field": "series", "type": "nominal", "title": "series"},
+            {"field": "x", "type": "quantitative", "title": x_label, "format": ",~g"},
+            {"field": "y", "type": "quantitative", "title": y_label, "format": y_format},
+        ],
+    }
+    # The colour scale takes its range from the rows' colour field, declared in one layer
+    # only (two declarations of a field range conflict, even when equal).
+    series_colour = {"field": "series", "type": "nominal", "title": None}
+    spec["layer"] = [
+        {
+            "mark": {"type": "line", "strokeWidth": 2.5},
+            "encoding": {
+                "color": {
+                    **series_colour,
+                    "scale": {"range": {"field": "colour"}},
+                    "legend": {"orient": "top-left", "symbolStrokeWidth": 3},
+                }
+            },
+        },
+        {
+            "mark": {"type": "point", "filled": True, "size": 60, "opacity": 1},
+            "encoding": {"color": series_colour},
+        },
+    ]
+    return spec
+
+
+def _labels(rows: list[dict[str, Any]], align: str, dx: int, dy: int) -> dict[str, Any]:
+    """A layer of text labels at data positions (the layer's own data)."""
+    return {
+        "data": {"values": rows},
+        "mark": {"type": "text", "align": align, "dx": dx, "dy": dy, "fontSize": 12},
+        "encoding": {"text": {"field": "text", "type": "nominal"}},
+    }
 
 
 def roofline_chart(
@@ -210,75 +266,126 @@ def roofline_chart(
     bandwidth_bytes_per_s: float,
     points: Sequence[Point],
     title: str,
-) -> str:
+) -> dict[str, Any]:
     """A roofline (min of bandwidth x intensity and peak) with measured points.
 
-    Axes: arithmetic intensity in FLOP/byte, and GFLOP/s.
+    Axes: arithmetic intensity in FLOP/byte, and GFLOP/s; the points' tooltips give
+    FLOP/byte and GFLOP/s as the roofline table prints them.
 
-    >>> svg = roofline_chart(1e11, 1e10, [Point("add", 0.083, 8e8)], "R")
-    >>> "ridge 10 FLOP/byte" in svg, "add" in svg
+    >>> spec = roofline_chart(1e11, 1e10, [Point("add", 0.083, 8e8)], "R")
+    >>> texts = [r["text"] for layer in spec["layer"] if layer["mark"]["type"] == "text"
+    ...          for r in layer["data"]["values"]]
+    >>> "ridge 10 FLOP/byte" in texts, "add" in texts
     (True, True)
     """
     if peak_flop_per_s <= 0 or bandwidth_bytes_per_s <= 0:
         raise ValueError("peak and bandwidth must be positive: measure them first")
     ridge = peak_flop_per_s / bandwidth_bytes_per_s
-    xs = [p.x for p in points] + [ridge]
-    gys = [p.y / 1e9 for p in points] + [peak_flop_per_s / 1e9]
-    x_low, x_high = min(xs) / 3, max(xs) * 6
-    y_low, y_high = min(gys) / 3, max(gys) * 3
-    axes = _LogAxes((x_low, x_high), (y_low, y_high))
-    x_ticks = [t for t in decade_ticks(x_low, x_high) if x_low <= t <= x_high]
-    y_ticks = [t for t in decade_ticks(y_low, y_high) if y_low <= t <= y_high]
-    parts = _frame(
-        axes,
-        x_ticks,
-        y_ticks,
-        "arithmetic intensity (FLOP/byte, log scale)",
-        "GFLOP/s (log scale)",
-        title,
-    )
     peak_g = peak_flop_per_s / 1e9
     bw_g = bandwidth_bytes_per_s / 1e9
+    _positive([v for p in points for v in (p.x, p.y)] or [1.0], "points")
+    xs = [p.x for p in points] + [ridge]
+    gys = [p.y / 1e9 for p in points] + [peak_g]
+    x_low, x_high = decade_domain(min(xs) / 3, max(xs) * 6)
+    y_low, y_high = decade_domain(min(gys) / 3, max(gys) * 3)
     start_x = max(x_low, y_low / bw_g)  # where the slanted roof enters the plot
     roof = [(start_x, bw_g * start_x), (ridge, peak_g), (x_high, peak_g)]
-    path = " ".join(f"{axes.x(x):.1f},{axes.y(y):.1f}" for x, y in roof)
-    roof_colour = colour(0)
-    parts.append(
-        f'<polyline points="{path}" fill="none" stroke-width="3" style="stroke:{roof_colour}"/>'
-    )
-    parts.append(
-        f'<line x1="{axes.x(ridge):.1f}" y1="{axes.y(peak_g):.1f}" x2="{axes.x(ridge):.1f}" '
-        f'y2="{axes.bottom}" stroke="currentColor" stroke-dasharray="4 4" '
-        'stroke-opacity="0.7"/>'
-    )
-    parts.append(
-        _text(
-            axes.x(ridge) + 6,
-            axes.bottom - 8,
-            f"ridge {ridge:.3g} FLOP/byte",
-            anchor="start",
-        )
-    )
-    parts.append(
-        _text(axes.x(ridge) + 6, axes.y(peak_g) - 8, f"peak {peak_g:,.0f} GFLOP/s", anchor="start")
-    )
     mid_x = math.sqrt(start_x * ridge)
-    parts.append(
-        _text(
-            axes.x(mid_x) - 6,
-            axes.y(bw_g * mid_x) - 8,
-            f"bandwidth {bw_g:,.1f} GB/s",
-            anchor="end",
-        )
+    by_intensity = sorted(points, key=lambda p: p.x)  # neighbours' labels: below, above, below
+    x_title = "arithmetic intensity (FLOP/byte, log scale)"
+    y_title = "GFLOP/s (log scale)"
+    spec = _frame(
+        title,
+        f"Roofline on log-log axes: {y_title} against {x_title}. The roof rises with "
+        f"bandwidth {bw_g:,.1f} GB/s up to the ridge at {ridge:.3g} FLOP/byte, then stays "
+        f"at the peak, {peak_g:,.0f} GFLOP/s. Operations placed under it: "
+        + ", ".join(p.label for p in points)
+        + ".",
     )
-    point_colour = colour(1)
-    for p in points:
-        px, py = axes.x(p.x), axes.y(p.y / 1e9)
-        parts.append(
-            f'<circle cx="{px:.1f}" cy="{py:.1f}" r="5" style="fill:{point_colour}" '
-            'stroke="currentColor" stroke-width="1"/>'
-        )
-        anchor = "end" if px > (axes.left + axes.right) / 2 else "start"
-        dx = -8 if anchor == "end" else 8
-        parts.append(_text(px + dx, py + 16, p.label, anchor=anchor))
-    return _wrap(parts, title)
+    x = {
+        "field": "x",
+        "type": "quantitative",
+        "title": x_title,
+        "scale": log_scale(10, (x_low, x_high)),
+        "axis": log_axis(10),
+    }
+    y = {
+        "field": "y",
+        "type": "quantitative",
+        "title": y_title,
+        "scale": log_scale(10, (y_low, y_high)),
+        "axis": log_axis(10),
+    }
+    spec["encoding"] = {"x": x, "y": y}
+    spec["layer"] = [
+        {
+            "data": {"values": [{"x": a, "y": b} for a, b in roof]},
+            "mark": {"type": "line", "strokeWidth": 3, "color": colour(0), "tooltip": False},
+        },
+        {
+            "data": {"values": [{"x": ridge, "y": y_low, "y2": peak_g}]},
+            "mark": {"type": "rule", "strokeDash": [4, 4], "opacity": 0.7},
+            "encoding": {"y2": {"field": "y2"}},
+        },
+        _labels([{"x": ridge, "y": y_low, "text": f"ridge {ridge:.3g} FLOP/byte"}], "left", 6, -8),
+        _labels([{"x": ridge, "y": peak_g, "text": f"peak {peak_g:,.0f} GFLOP/s"}], "left", 6, -10),
+        _labels(
+            [{"x": mid_x, "y": bw_g * mid_x, "text": f"bandwidth {bw_g:,.1f} GB/s"}],
+            "right",
+            -6,
+            -10,
+        ),
+        {
+            "data": {"values": [{"op": p.label, "x": p.x, "y": p.y / 1e9} for p in points]},
+            "mark": {
+                "type": "point",
+                "filled": True,
+                "size": 90,
+                "opacity": 1,
+                "color": colour(1),
+                "stroke": "var(--md-default-fg-color)",
+                "strokeWidth": 1,
+            },
+            "encoding": {
+                "tooltip": [
+                    {"field": "op", "type": "nominal", "title": "operation"},
+                    {"field": "x", "type": "quantitative", "title": "FLOP/byte", "format": ".3~g"},
+                    {"field": "y", "type": "quantitative", "title": "GFLOP/s", "format": ",.1f"},
+                ]
+            },
+        },
+        *(
+            {
+                "data": {"values": [{"x": p.x, "y": p.y / 1e9, "text": p.label} for p in side]},
+                "mark": {"type": "text", "dy": dy, "fontSize": 12},
+                "encoding": {"text": {"field": "text", "type": "nominal"}},
+            }
+            for side, dy in ((by_intensity[0::2], 16), (by_intensity[1::2], -12))
+            if side
+        ),
+    ]
+    return spec
+
+
+def to_html(spec: Mapping[str, Any], *, caption: str, hidden: bool = False) -> str:
+    """The chart as one line of HTML: a figure with its label, caption and spec.
+
+    The view's ``aria-label`` is the spec's description; ``caption`` (visible, and all a
+    reader without JavaScript sees) should say where the chart's figures are in text.
+    One line, with no blank line, so Markdown leaves it alone; ``<`` in the JSON is
+    escaped, so no value can close the script element. A ``hidden`` figure is not drawn
+    until a script shows it (the compare page's chart, before the reader's data).
+
+    >>> html_ = to_html({"description": "A <b>", "title": "t"}, caption="See the table.")
+    >>> 'aria-label="A &lt;b&gt;"' in html_, "\\\\u003cb" in html_, "\\n" in html_
+    (True, True, False)
+    """
+    payload = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+    label = html.escape(str(spec.get("description") or spec.get("title") or "chart"))
+    return (
+        f'<figure class="gl-chart" data-gl-chart{" hidden" if hidden else ""}>'
+        f'<div class="gl-chart-view" role="img" aria-label="{label}"></div>'
+        f"<figcaption>{html.escape(caption)}</figcaption>"
+        f'<script type="application/json" class="gl-chart-spec">{payload}</script>'
+        "</figure>"
+    )

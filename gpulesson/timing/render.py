@@ -1,4 +1,4 @@
-"""Rendering of timing, roofline and teaching results: Markdown, text, JSON and SVG.
+"""Rendering of timing, roofline and teaching results: Markdown, text, JSON and charts.
 
 Compute functions in ``gpulesson.timing.bench``, ``roofline``, ``launch``, ``peak`` and
 ``teaching`` return the result objects of ``gpulesson.timing.results`` (and their own);
@@ -293,7 +293,7 @@ def comparison_markdown(comparison: SweepComparison) -> str:
 
 
 def sweep_chart(comparison: SweepComparison) -> str:
-    """Achieved GFLOP/s against n for the CPU and the GPU, as inline SVG."""
+    """Achieved GFLOP/s against n for the CPU and the GPU: a chart (Vega-Lite) in a figure."""
     series = [charts.Series("CPU", tuple((float(r.n), r.flop_per_s / 1e9) for r in comparison.cpu))]
     if comparison.gpu:
         series.append(
@@ -303,11 +303,15 @@ def sweep_chart(comparison: SweepComparison) -> str:
             )
         )
     note = "" if comparison.gpu else f" ({NO_CUDA_TEXT})"
-    return charts.line_chart(
+    spec = charts.line_chart(
         series,
         x_label="matrix size n (log scale)",
         y_label="achieved GFLOP/s (log scale)",
         title=f"Matmul throughput by size{note}",
+        x_base=2,
+    )
+    return charts.to_html(
+        spec, caption="Matmul throughput by size: every value is in the table above."
     )
 
 
@@ -552,14 +556,18 @@ def roofline_markdown(roof: Roofline) -> str:
 
 
 def roofline_chart(roof: Roofline) -> str:
-    """The measured roofline with the operations placed on it, as inline SVG."""
-    return charts.roofline_chart(
+    """The measured roofline with the operations placed on it: a chart (Vega-Lite) in a figure."""
+    spec = charts.roofline_chart(
         peak_flop_per_s=roof.peak_flop_per_s,
         bandwidth_bytes_per_s=roof.bandwidth_bytes_per_s,
         points=tuple(
             charts.Point(op.name, op.intensity_flop_per_byte, op.flop_per_s) for op in roof.ops
         ),
         title=f"Roofline measured on {roof.device}",
+    )
+    return charts.to_html(
+        spec,
+        caption="The roofline and the operations under it: every value is in the tables above.",
     )
 
 
@@ -609,6 +617,7 @@ def link_markdown(link: LinkBandwidth | None) -> str:
     ]
     lines += _warnings([op for _, op in rows])
     return "\n".join(lines)
+
 
 MISSING = "—"
 DATASHEET_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
