@@ -47,6 +47,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_memory",
     "gpulesson.results.entries_decode",
     "gpulesson.results.entries_compute",
+    "gpulesson.results.entries_precision",
 )
 
 # Share of free device memory (or available RAM) one entry's buffers may take.
