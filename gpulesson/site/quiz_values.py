@@ -308,3 +308,27 @@ def driver_version_readings(facts: Mapping[str, Any]) -> dict[str, str]:
         "release": f"{code / 100:.2f}",
         "major_only": f"{major}.0",
     }
+
+
+def decode_bound_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """The decode loop's batch-1 bandwidth bound in tokens/s, and three misreadings of it.
+
+    Reads ``decoding.bandwidth_gbs`` (the copy bandwidth, GB/s), ``decoding.weight_mb``
+    (MB of fp32 weights a step reads) and ``decoding.b1_tokens_per_s`` (what batch 1
+    measured). ``bound`` is bandwidth / weight bytes; ``params`` divides by parameters
+    instead of bytes (4 bytes each: four times too high); ``copy`` counts each weight as
+    read and written, like the copy (half); ``bits`` divides bytes per second by bits.
+
+    >>> decode_bound_readings({"decoding.bandwidth_gbs": 30.0, "decoding.weight_mb": 110.0,
+    ...                        "decoding.b1_tokens_per_s": 80.0})
+    {'bound': '270', 'params': '1,100', 'copy': '140', 'bits': '34', 'measured': '80'}
+    """
+    bandwidth = float(facts["decoding.bandwidth_gbs"]) * 1e9
+    bound = bandwidth / (float(facts["decoding.weight_mb"]) * 1e6)
+    return {
+        "bound": about(bound),
+        "params": about(bound * 4),
+        "copy": about(bound / 2),
+        "bits": about(bound / 8),
+        "measured": about(float(facts["decoding.b1_tokens_per_s"])),
+    }
