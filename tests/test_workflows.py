@@ -236,19 +236,227 @@ def test_the_checker_rejects_weak_guards(guard: str, expected: str):
     assert any(expected in problem for problem in problems), problems
 
 
-def test_publish_builds_on_a_gpu_with_cuda_required_and_deploys_with_pages_rights_only():
-    workflow = load((WORKFLOW_DIR / "publish.yml").read_text(encoding="utf-8"))
-    jobs = workflow["jobs"]
-    gpu = jobs["build-on-gpu"]
-    assert gpu["runs-on"] == ["self-hosted", "linux", "gpu"]
-    builds = [s for s in gpu["steps"] if "mkdocs build" in s.get("run", "")]
-    assert len(builds) == 1 and "--strict" in builds[0]["run"]
-    assert builds[0].get("env", {}).get("GPULESSON_REQUIRE_DEVICE") == "cuda"
-    deploy = jobs["deploy"]
-    assert deploy["needs"] == "build-on-gpu"
+# --- the publish workflow: a fleet of GPU runners, a hosted build, a refresh PR ---------------
+
+PUBLISH = WORKFLOW_DIR / "publish.yml"
+RUNNERS_CONFIG = REPO / ".github" / "gpu-runners.json"
+
+
+def _publish() -> dict[str, Any]:
+    return load(PUBLISH.read_text(encoding="utf-8"))
+
+
+def _run_of(job: dict[str, Any], needle: str) -> str:
+    (run,) = [s["run"] for s in job["steps"] if needle in s.get("run", "")]
+    return run
+
+
+def _bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _plan(config: dict[str, Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The plan job's script, run on ``config`` as .github/gpu-runners.json."""
+    (tmp_path / ".github").mkdir(exist_ok=True)
+    (tmp_path / ".github" / "gpu-runners.json").write_text(json.dumps(config))
+    output = tmp_path / "github_output"
+    output.write_text("")
+    script = _run_of(_publish()["jobs"]["plan"], "gpu-runners.json")
+    return _bash(script, tmp_path, GITHUB_OUTPUT=str(output))
+
+
+def test_the_runner_config_lists_todays_gpu_runner_with_self_hosted_labels():
+    config = json.loads(RUNNERS_CONFIG.read_text(encoding="utf-8"))
+    runners = config["runners"]
+    assert runners and len({r["name"] for r in runners}) == len(runners)
+    for runner in runners:
+        assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", runner["name"]), runner  # names a file
+        assert runner["labels"][0] == "self-hosted" and is_self_hosted(runner["labels"])
+    # the one runner the project has today (publish.yml built on it before the fleet)
+    assert ["self-hosted", "linux", "gpu"] in [r["labels"] for r in runners]
+    assert isinstance(config["queue_minutes"], int) and 0 < config["queue_minutes"] <= 120
+
+
+def test_the_measure_matrix_is_the_runner_config(tmp_path: Path):
+    config = json.loads(RUNNERS_CONFIG.read_text(encoding="utf-8"))
+    result = _plan(config, tmp_path)
+    assert result.returncode == 0, result.stderr
+    outputs = dict(
+        line.split("=", 1) for line in (tmp_path / "github_output").read_text().splitlines()
+    )
+    assert json.loads(outputs["runners"]) == config["runners"]
+    assert int(outputs["queue_minutes"]) == config["queue_minutes"]
+    jobs = _publish()["jobs"]
+    assert jobs["plan"]["outputs"]["runners"] == "${{ steps.read.outputs.runners }}"
+    measure = jobs["measure"]
+    assert measure["needs"] == "plan"
+    assert measure["strategy"]["matrix"] == {
+        "runner": "${{ fromJSON(needs.plan.outputs.runners) }}"
+    }
+    assert measure["runs-on"] == "${{ matrix.runner.labels }}"
+    assert not is_self_hosted(jobs["plan"]["runs-on"])
+
+
+@pytest.mark.parametrize(
+    ("runners", "problem"),
+    [
+        ([], "lists no runner"),
+        ([{"name": "gpu", "labels": ["ubuntu-latest"]}], "AssertionError"),
+        ([{"name": "a", "labels": ["self-hosted"]}] * 2, "runner names repeat"),
+    ],
+)
+def test_a_bad_runner_config_stops_the_plan(tmp_path: Path, runners, problem):
+    result = _plan({"queue_minutes": 5, "runners": runners}, tmp_path)
+    assert result.returncode != 0 and problem in result.stderr
+
+
+def test_each_runner_measures_with_a_timeout_and_uploads_its_bundle_without_stopping_others():
+    measure = _publish()["jobs"]["measure"]
+    assert measure["strategy"]["fail-fast"] is False
+    assert measure["continue-on-error"] is True
+    assert 0 < measure["timeout-minutes"] <= 60
+    assert measure["permissions"] == {"contents": "read"}
+    run = _run_of(measure, "gpulesson measure")
+    assert "--device cuda" in run and '--out "bundle/$RUNNER_NAME-' in run
+    assert measure["env"]["RUNNER_NAME"] == "${{ matrix.runner.name }}"
+    assert "gpulesson compare bundle/" in _run_of(measure, "gpulesson compare")
+    (upload,) = [s for s in measure["steps"] if s.get("uses", "").startswith("actions/upload-")]
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["with"]["name"] == "bundle-${{ matrix.runner.name }}"
+    assert upload["with"]["if-no-files-found"] == "error"
+
+
+def test_the_build_never_waits_on_a_missing_runner_and_is_never_run_from_a_fork():
+    jobs = _publish()["jobs"]
+    build = jobs["build"]
+    assert set(build["needs"]) == {"plan", "measure"}
+    assert build["if"] == "always() && needs.plan.result == 'success'"
+    assert not is_self_hosted(build["runs-on"]) and isinstance(build["timeout-minutes"], int)
+    assert build["permissions"] == {"contents": "read", "actions": "read"}
+    (download,) = [s for s in build["steps"] if "download-artifact" in s.get("uses", "")]
+    assert download["with"]["pattern"] == "bundle-*" and download["continue-on-error"] is True
+    builds = [s["run"] for s in build["steps"] if "mkdocs build" in s.get("run", "")]
+    assert builds == [".venv/bin/mkdocs build --strict -d site"]
+    # a job's timeout does not count its wait for a runner: queue-deadline ends that wait
+    deadline = jobs["queue-deadline"]
+    assert deadline["needs"] == "plan" and not is_self_hosted(deadline["runs-on"])
+    assert deadline["permissions"] == {"actions": "write"}
+    assert deadline["env"]["QUEUE_MINUTES"] == "${{ needs.plan.outputs.queue_minutes }}"
+    script = deadline["steps"][0]["run"]
+    assert 'startswith("measure on ")' in script and jobs["measure"]["name"].startswith(
+        "measure on "
+    )
+    assert 'gh run cancel "$RUN_ID"' in script
+    config = json.loads(RUNNERS_CONFIG.read_text(encoding="utf-8"))
+    assert (
+        deadline["timeout-minutes"] >= config["queue_minutes"] + jobs["measure"]["timeout-minutes"]
+    )
+
+
+def _bundle(runner: str, day: str) -> str:
+    return f"{runner}-{day}.json"
+
+
+def test_the_build_collects_each_new_bundle_in_place_of_its_runners_older_one(tmp_path: Path):
+    script = _run_of(_publish()["jobs"]["build"], "new-bundles/")
+    reference = tmp_path / "results" / "reference"
+    reference.mkdir(parents=True)
+    for name in ("gpu-2025-01-06.json", "gpu-a100-2025-01-06.json", "rtx-4090-2024-12-01.json"):
+        (reference / name).write_text("old")
+    (tmp_path / "new-bundles").mkdir()
+    (tmp_path / "new-bundles" / "gpu-2025-02-03.json").write_text("new")
+    result = _bash(script, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in reference.iterdir()) == [
+        "gpu-2025-02-03.json",  # replaced gpu-2025-01-06.json, not gpu-a100's
+        "gpu-a100-2025-01-06.json",
+        "rtx-4090-2024-12-01.json",
+    ]
+    assert (reference / "gpu-2025-02-03.json").read_text() == "new"
+    (tmp_path / "new-bundles" / "gpu-2025-02-03.json").unlink()
+    assert _bash(script, tmp_path).returncode == 0  # no runner measured: nothing changes
+    assert len(list(reference.iterdir())) == 3
+
+
+def test_deploy_publishes_the_build_with_pages_rights_only():
+    deploy = _publish()["jobs"]["deploy"]
+    assert deploy["needs"] == "build"
+    assert deploy["if"] == "always() && needs.build.result == 'success'"
     assert not is_self_hosted(deploy["runs-on"])
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
-    assert triggers(workflow) == {"push", "schedule", "workflow_dispatch"}
+    assert triggers(_publish()) == {"push", "schedule", "workflow_dispatch"}
+
+
+def test_the_scheduled_run_opens_a_pull_request_refreshing_the_reference_bundles():
+    workflow = _publish()
+    assert workflow["on"]["schedule"], "a weekly run refreshes the bundles"
+    refresh = workflow["jobs"]["refresh-pr"]
+    assert refresh["needs"] == "build"
+    condition = " ".join(refresh["if"].split())
+    assert condition.startswith("always() && needs.build.result == 'success' && (")
+    assert "github.event_name == 'schedule'" in condition
+    assert not is_self_hosted(refresh["runs-on"])
+    assert refresh["permissions"] == {"contents": "write", "pull-requests": "write"}
+    (pr,) = [s for s in refresh["steps"] if "create-pull-request" in s.get("uses", "")]
+    assert pr["uses"].startswith("peter-evans/create-pull-request@")
+    assert pr["with"]["add-paths"] == "results/reference/*.json"
+    (download,) = [s for s in refresh["steps"] if "download-artifact" in s.get("uses", "")]
+    assert download["with"] == {"name": "reference-bundles", "path": "results/reference/"}
+    (upload,) = [
+        s
+        for s in workflow["jobs"]["build"]["steps"]
+        if s.get("with", {}).get("name") == "reference-bundles"
+    ]
+    assert upload["with"]["path"] == "results/reference/"
+
+
+def fork_reachable_jobs(workflow: dict[str, Any]) -> list[str]:
+    """Jobs that could run when the repository, ref or event guard fails (a fork's copy).
+
+    A job is safe when its own ``if:`` is the guard, or when it needs a safe job and does not
+    override a skipped need: ``always()`` runs a job whose needs were skipped, so with it the
+    condition must also require a safe need's success.
+
+    >>> jobs = {"a": {"if": GUARD}, "b": {"needs": "a"}, "c": {"needs": "a", "if": "always()"}}
+    >>> fork_reachable_jobs({"jobs": jobs})
+    ['c']
+    """
+    jobs = workflow["jobs"]
+    safe: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, job in jobs.items():
+            if name in safe:
+                continue
+            needs = job.get("needs", [])
+            needs = [needs] if isinstance(needs, str) else needs
+            condition = " ".join(str(job.get("if", "")).split())
+            if not guard_problems(job.get("if")):
+                ok = True
+            elif "always()" in condition or "!cancelled()" in condition:
+                ok = any(f"needs.{n}.result == 'success'" in condition for n in safe & set(needs))
+            else:
+                ok = bool(set(needs) & safe)
+            if ok:
+                safe.add(name)
+                changed = True
+    return sorted(set(jobs) - safe)
+
+
+def test_no_publish_job_runs_in_a_fork():
+    assert fork_reachable_jobs(_publish()) == []
+    jobs = _publish()["jobs"]
+    assert not guard_problems(jobs["plan"]["if"]) and not guard_problems(jobs["measure"]["if"])
 
 
 def test_ci_runs_the_readme_test_command():
@@ -412,18 +620,24 @@ _PINNED_BY_THEIR_PARENT = frozenset({"torch"})
 
 
 def test_publish_installs_the_pinned_versions_with_their_python():
-    workflow = load((WORKFLOW_DIR / "publish.yml").read_text(encoding="utf-8"))
-    steps = workflow["jobs"]["build-on-gpu"]["steps"]
-    installs = [step["run"] for step in steps if "pip install" in step.get("run", "")]
-    assert installs, "publish.yml installs nothing?"
-    for run in installs:
-        assert "--constraint .github/constraints.txt" in run, f"unpinned install: {run!r}"
-    pythons = [
-        str(step.get("with", {}).get("python-version"))
-        for step in steps
-        if step.get("uses", "").startswith("actions/setup-python@")
-    ]
-    assert pythons == [CONSTRAINTS_PYTHON], "set up the Python the constraints were made with"
+    jobs = _publish()["jobs"]
+    installing = {
+        name: [s["run"] for s in job["steps"] if "pip install" in s.get("run", "")]
+        for name, job in jobs.items()
+    }
+    assert installing["measure"] and installing["build"], "publish.yml installs nothing?"
+    for name, runs in installing.items():
+        for run in runs:
+            for line in run.splitlines():
+                if "pip install" in line:
+                    assert "--constraint .github/constraints.txt" in line, f"{name}: {line!r}"
+        pythons = [
+            str(step.get("with", {}).get("python-version"))
+            for step in jobs[name]["steps"]
+            if step.get("uses", "").startswith("actions/setup-python@")
+        ]
+        if runs:
+            assert pythons == [CONSTRAINTS_PYTHON], f"{name}: the constraints' Python"
     assert f"CPython {CONSTRAINTS_PYTHON}" in CONSTRAINTS.read_text(encoding="utf-8")
 
 
