@@ -246,6 +246,12 @@ def test_kv_growth_follows_the_formula_and_the_window_caps_it():
     assert large["GQA + window"] == small["GQA"] * 4  # capped at 4,096 tokens
     table = decode_render.kv_growth_markdown(growth)
     assert "| 65,536 | 32 | 8 | 1 | 0.5 | 2.25 | 14.9 |" in table
+    chart = decode_render.kv_growth_chart(growth, ("MHA", "GQA", "GQA + window", "MLA"))
+    assert '"series":"weights","colour":"var(--gl-chart-4)"' in chart
+    with pytest.raises(ValueError, match="at most 4 names"):
+        decode_render.kv_growth_chart(growth)
+    with pytest.raises(ValueError, match="no layout named 'XYZ'"):
+        decode_render.kv_growth_chart(growth, ("XYZ",))
     per_token = decode_render.attention_layouts_markdown(growth)
     assert "| GQA | 2,048 | 2 x 8 KV heads x 128 | 128.0 | none |" in per_token
     assert (

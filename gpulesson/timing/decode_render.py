@@ -209,8 +209,22 @@ def kv_growth_markdown(growth: KVGrowth) -> str:
     return "\n".join(lines)
 
 
-def kv_growth_chart(growth: KVGrowth) -> str:
-    """The cache of each layout against context on log-log axes, with the weights as a line."""
+def kv_growth_chart(growth: KVGrowth, names: Sequence[str] | None = None) -> str:
+    """The cache of the layouts ``names`` (all by default) against context, and the weights.
+
+    Log-log axes; the charts' palette has ``charts.PALETTE_SIZE`` colours, so at most one
+    fewer layouts than that can be told apart from the weights' line.
+    """
+    chosen = list(names) if names is not None else [x.name for x in growth.layouts]
+    known = {x.name for x in growth.layouts}
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        raise ValueError(f"no layout named {unknown[0]!r}: use one of {sorted(known)}")
+    if len(chosen) >= charts.PALETTE_SIZE:
+        raise ValueError(
+            f"{len(chosen)} layouts and the weights need more than the "
+            f"{charts.PALETTE_SIZE} chart colours: pass at most {charts.PALETTE_SIZE - 1} names"
+        )
     series = [
         charts.Series(
             name,
@@ -219,7 +233,7 @@ def kv_growth_chart(growth: KVGrowth) -> str:
                 for row in growth.rows
             ),
         )
-        for name in (x.name for x in growth.layouts)
+        for name in chosen
     ]
     series.append(
         charts.Series(

@@ -1,0 +1,106 @@
+"""The decoding lesson: its blocks run, its claims hold and can fail, its quiz reads its numbers.
+
+The blocks run in page order as the build runs them (same page, same facts), the CPU
+decode sweep included (a few seconds). Claims about GPU figures must be "not checked" on
+this CPU build without a reference bundle; every other claim must hold and be able to fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import textwrap
+
+import pytest
+
+from gpulesson.site import claims, content, facts, quizzes
+from gpulesson.timing.decode import plan_for
+from tests.conftest import REPO
+
+STEM = "decoding"
+FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+
+
+def exec_blocks() -> list[tuple[str, str]]:
+    """The lesson's executed blocks, ``(id, code)``, in page order, dedented."""
+    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
+    blocks = []
+    for match in FENCE.finditer(text):
+        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
+        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def page():
+    """Run every block once for the module; yield (printed Markdown by id, claims, facts)."""
+    facts.reset()
+    facts.begin_page(f"lessons/{STEM}.md")
+    printed = {}
+    for block_id, code in exec_blocks():
+        facts.begin_block(block_id)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
+        facts.end_block()
+        printed[block_id] = out.getvalue()
+    made = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
+    values = dict(facts.page_facts())
+    yield printed, made, values
+    facts.reset()
+    content.reset()
+
+
+def test_every_block_has_a_lesson_id_and_prints_something(page):
+    printed, _, _ = page
+    assert len(printed) >= 12
+    assert all(block_id.startswith("decoding-") for block_id in printed)
+    assert all(out.strip() for out in printed.values())
+
+
+def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
+    _, made, _ = page
+    cpu = [c for c in made if c.needs is None]
+    gpu = [c for c in made if c.needs is not None]
+    assert len(cpu) >= 12 and len(gpu) >= 2
+    assert [c.text for c in cpu if c.status != claims.HOLDS] == []
+    assert [c.rule for c in cpu if not claims.can_fail(c)] == []
+    assert {c.status for c in gpu} <= {claims.HOLDS, claims.NOT_CHECKED}
+
+
+def test_without_a_gpu_the_page_says_which_rows_need_one(page, monkeypatch):
+    printed, _, _ = page
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine measures the GPU rows itself")
+    out = printed["decoding-gpu"]
+    assert "GPU rows not measured on this build" in out
+    assert f"batches {', '.join(str(b) for b in plan_for('cuda').batches)}" in out
+
+
+def test_the_measured_table_is_this_build_s_sweep(page):
+    printed, _, values = page
+    out = printed["decoding-measure"]
+    for batch in plan_for("cpu").batches:
+        assert re.search(rf"^\| {batch} \| ", out, re.M), batch
+    assert f"{values['decoding.bandwidth_gbs'].value:,.1f} GB/s" in out
+
+
+def test_the_quiz_predicts_the_bound_the_page_computed(page, monkeypatch):
+    monkeypatch.chdir(REPO)
+    _, _, values = page
+    bound = (
+        values["decoding.bandwidth_gbs"].value * 1e9 / (values["decoding.weight_mb"].value * 1e6)
+    )
+    (question,) = [
+        q
+        for q, w in zip(quizzes.page_questions(STEM), quizzes.questions(STEM), strict=True)
+        if w.facts
+    ]
+    right = next(o.text for o in question.options if o.correct)
+    shown = float(right.removeprefix("About ").removesuffix(" tokens/s").replace(",", ""))
+    assert shown == pytest.approx(bound, rel=0.05)  # two significant figures
+    wrong = [o.text for o in question.options if not o.correct]
+    assert len(set(wrong)) == 3 and right not in wrong
