@@ -64,6 +64,11 @@ SNIPPET_RUNS: dict[str, SnippetRun] = {
     "flops_and_mfu.py": SnippetRun(
         (), ("--layers", "2", "--hidden", "128", "--seq", "64", "--batch", "2", "--steps", "3")
     ),
+    # On a GPU the default model (about 130M parameters, fp16); on a CPU runtime a small one.
+    "decode_speed.py": SnippetRun(
+        ("--batches", "1,8,32"),
+        ("--batches", "1,4", "--layers", "2", "--hidden", "256", "--heads", "4", "--tokens", "4"),
+    ),
 }
 
 
