@@ -182,3 +182,47 @@ def test_the_console_script_runs_and_a_bad_argument_never_imports_torch():
     )
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["total_bytes"] == 112e9
+
+
+ISSUE_CONFIG = ["--vocab", "8192", "--seq", "512", "--hidden", "384", "--heads", "6"]
+ISSUE_CONFIG += ["--layers", "6", "--batch", "4", "--preset", "fp32", "--optimizer", "adamw"]
+
+
+def test_impl_transformers_names_each_extra_term_in_text_and_json(run_cli):
+    default = json.loads(budget(run_cli, *ISSUE_CONFIG, "--json").stdout)
+    result = budget(run_cli, *ISSUE_CONFIG, "--impl", "transformers", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert (default["impl"], data["impl"]) == ("gpulesson", "transformers")
+    assert default["impl_terms"] == []
+    terms = {t["name"]: t for t in data["impl_terms"]}
+    assert {"gelu_tanh", "upcast_loss"} <= set(terms)
+    assert all(t["meaning"] for t in terms.values())
+    assert terms["gelu_tanh"]["peak_bytes"] > 0
+    assert data["total_bytes"] - default["total_bytes"] == sum(
+        t["peak_bytes"] for t in terms.values()
+    )
+    text = budget(run_cli, *ISSUE_CONFIG, "--impl", "transformers").stdout
+    assert "of the peak, impl transformers adds:" in text
+    assert "gelu_tanh" in text and "upcast_loss" in text
+    assert "GPT2LMHeadModel" in text  # the note names the model the terms follow
+    assert "gelu_tanh" not in budget(run_cli, *ISSUE_CONFIG).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--impl", "hf"], "invalid choice: 'hf'"),
+        (["--impl", "transformers", "--checkpointing", "full"], "without checkpointing"),
+        (["--impl", "transformers", "--loss", "chunked"], "standard loss"),
+        (["--impl", "transformers", "--preset", "infer-fp16"], "training step"),
+        (["--impl", "transformers", "--kv-heads", "2"], "one key/value head per head"),
+    ],
+)
+def test_impl_bad_input_is_one_line_and_exit_2(run_cli, args, message):
+    config = ["--vocab", "512", "--seq", "64", "--hidden", "64", "--heads", "4", "--layers", "2"]
+    result = budget(run_cli, *config, *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr

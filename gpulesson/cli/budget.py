@@ -156,6 +156,15 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="key/value heads for grouped-query attention (default: --heads, one per head)",
     )
     parser.add_argument("--attention", choices=budget.ATTENTIONS, default="sdpa")
+    parser.add_argument(
+        "--impl",
+        choices=budget.IMPLS,
+        default="gpulesson",
+        help="whose GPT-2 the activation and temporary terms follow: gpulesson (the course's "
+        "own, the default) or transformers (Hugging Face's GPT2LMHeadModel: its tanh GELU "
+        "keeps more tensors, its loss upcasts 16-bit logits; training, standard loss, no "
+        "checkpointing)",
+    )
     parser.add_argument("--checkpointing", choices=budget.CHECKPOINTING, default="none")
     parser.add_argument(
         "--loss",
@@ -273,6 +282,7 @@ def build_budget(args: argparse.Namespace) -> budget.Budget:
         foreach=args.foreach,
         loss=args.loss,
         loss_chunks=chunks,
+        impl=args.impl,
     )
 
 

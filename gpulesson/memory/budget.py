@@ -61,6 +61,7 @@ from gpulesson.memory.recipes import (
 )
 from gpulesson.memory.shape import MAX_COUNT, TransformerShape, check_count, check_positive
 from gpulesson.memory.terms import (
+    IMPL_FEATURES,
     INFERENCE_POINTS,
     SAVED_ACTIVATIONS,
     TRAINING_POINTS,
@@ -95,6 +96,17 @@ CHECKPOINTING = ("none", "full")
 # chunked_cross_entropy; fused linear-cross-entropy kernels hold even less).
 LOSSES = ("standard", "chunked")
 DEFAULT_LOSS_CHUNKS = 8
+# Whose GPT-2 the activation and temporary terms follow: the course's own
+# (gpulesson.memory.gpt2) or Hugging Face transformers' GPT2LMHeadModel, whose
+# tanh-approximated GELU (gelu_new) keeps three more 4x-wide tensors per block and
+# whose loss upcasts 16-bit logits to fp32 (gpulesson.memory.terms names each term).
+IMPLS = ("gpulesson", "transformers")
+TRANSFORMERS_NOTE = (
+    "impl transformers: activations and temporaries follow Hugging Face transformers' "
+    "GPT2LMHeadModel (checked against transformers 5.24) with dropout 0 and only the loss "
+    "kept from its output; dropout above 0 (GPT2Config's default is 0.1) keeps masks that are "
+    "not priced"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +124,19 @@ class Phase:
     def total_bytes(self) -> int:
         """The phase's peak: the sum of what is alive in it."""
         return sum(self.alive_bytes.values())
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImplTerm:
+    """What one feature of an implementation adds to the step's peak, in bytes.
+
+    ``peak_bytes`` is how much lower the peak phase would be without the feature
+    (zero when the feature does not reach the peak: an fp32 model does not upcast).
+    """
+
+    name: str
+    meaning: str
+    peak_bytes: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +173,8 @@ class Budget:
     notes: tuple[str, ...]
     loss: str = "standard"
     loss_chunks: int | None = None
+    impl: str = "gpulesson"
+    impl_terms: tuple[ImplTerm, ...] = ()
 
     @property
     def with_headroom_bytes(self) -> int:
@@ -355,13 +382,21 @@ def step_conditions(
     has_state: bool = True,
     full_training: bool = True,
     inference: bool = False,
+    impl: str = "gpulesson",
+    compute_dtype: str = "fp32",
 ) -> set[str]:
     """The conditions the term tables test, for one step's settings.
+
+    ``impl="transformers"`` adds ``transformers`` and the conditions of its
+    features (:data:`gpulesson.memory.terms.IMPL_FEATURES`); ``upcast_loss``
+    only when the compute dtype is not fp32 (an fp32 model's logits are fp32).
 
     >>> sorted(step_conditions(attention="eager", has_state=False))
     ... # doctest: +NORMALIZE_WHITESPACE
     ['eager', 'full_training', 'no_checkpointing', 'no_state', 'per_tensor',
      'single_micro_batch', 'standard_loss', 'training']
+    >>> sorted(step_conditions(impl="transformers") - step_conditions())
+    ['block_output', 'eager_mask', 'gelu_tanh', 'shifted_labels', 'transformers']
     """
     if attention not in ATTENTIONS:
         raise ValueError(f"attention={attention!r} must be 'eager' or 'sdpa'")
@@ -369,7 +404,15 @@ def step_conditions(
         raise ValueError(f"checkpointing={checkpointing!r} must be 'none' or 'full'")
     if loss not in LOSSES:
         raise ValueError(f"loss={loss!r} must be 'standard' or 'chunked'")
+    if impl not in IMPL_FEATURES:
+        raise ValueError(f"impl={impl!r} must be 'gpulesson' or 'transformers'")
+    impl_conditions = [name for name, _ in IMPL_FEATURES[impl]]
+    if impl != "gpulesson":
+        impl_conditions.append(impl)
+    if compute_dtype == "fp32" and "upcast_loss" in impl_conditions:
+        impl_conditions.remove("upcast_loss")
     return {
+        *impl_conditions,
         attention,
         "checkpointing" if checkpointing == "full" else "no_checkpointing",
         f"{loss}_loss",
@@ -390,6 +433,7 @@ def activation_terms(
     *,
     loss: str = "standard",
     loss_chunks: int | None = None,
+    impl: str = "gpulesson",
 ) -> dict[str, int]:
     """Bytes of the activation and loss terms of one micro-batch (no gradients).
 
@@ -402,10 +446,18 @@ def activation_terms(
     >>> t = activation_terms(TransformerShape(64, 8, 16, 2, 1, 1), "fp32", "sdpa", "none")
     >>> t["block_saved"], t["head_saved"], t["saved"]
     (8384, 3264, 11648)
+    >>> hf = activation_terms(TransformerShape(64, 8, 16, 2, 1, 1), "fp32", impl="transformers")
+    >>> hf["block_saved"] - t["block_saved"]  # gelu_new's three 4x-wide tensors: 12 x 8 x 16 x 4 B
+    6144
     """
     sizes = step_sizes(shape, compute_dtype=compute_dtype, loss_chunks=loss_chunks)
     conditions = step_conditions(
-        attention=attention, checkpointing=checkpointing, loss=loss, loss_chunks=loss_chunks
+        attention=attention,
+        checkpointing=checkpointing,
+        loss=loss,
+        loss_chunks=loss_chunks,
+        impl=impl,
+        compute_dtype=compute_dtype,
     )
     terms = evaluate_terms(sizes, conditions)
     names = (
@@ -424,6 +476,33 @@ def activation_terms(
     out = {name: int(terms[name]) for name in names}
     out["saved"] = use_bytes(SAVED_ACTIVATIONS, terms, shape.layers)
     return out
+
+
+def impl_terms(
+    impl: str, sizes: dict[str, float], conditions: set[str], persistent: dict[str, int]
+) -> tuple[ImplTerm, ...]:
+    """Each feature of ``impl``, with what it adds to the peak of a training step.
+
+    A feature's share is the peak phase's total minus the same phase's total
+    with that one feature's condition removed.
+
+    >>> shape = TransformerShape(64, 8, 16, 2, 1, 1)
+    >>> sizes = step_sizes(shape, compute_dtype="fp32", trainable=4464,
+    ...                    gradients_bytes=4 * 4464.0, state_value_bytes=4.0)
+    >>> terms = impl_terms("transformers", sizes, step_conditions(impl="transformers"), {})
+    >>> [(t.name, t.peak_bytes) for t in terms][:2]
+    [('gelu_tanh', 7168), ('upcast_loss', 0)]
+    """
+    phases = training_phases(sizes, conditions, persistent)
+    peak = max(reversed(phases), key=lambda p: p.total_bytes)
+    out = []
+    for name, meaning in IMPL_FEATURES[impl]:
+        without = training_phases(sizes, conditions - {name}, persistent)
+        same = next(p for p in without if p.name == peak.name)
+        out.append(
+            ImplTerm(name=name, meaning=meaning, peak_bytes=peak.total_bytes - same.total_bytes)
+        )
+    return tuple(out)
 
 
 def _phases(
@@ -500,6 +579,36 @@ def phases_without_shape(
     )
 
 
+def _check_impl(
+    impl: str, recipe: Recipe, shape: TransformerShape | None, checkpointing: str, loss: str
+) -> None:
+    """Refuse what ``impl="transformers"`` has not been measured for (each with the fix)."""
+    if impl not in IMPLS:
+        raise ValueError(f"impl={impl!r} must be 'gpulesson' or 'transformers'")
+    if impl == "gpulesson":
+        return
+    if recipe.inference:
+        raise ValueError(
+            f"impl 'transformers' prices a training step; preset {recipe.name!r} is "
+            "inference: use impl 'gpulesson'"
+        )
+    if checkpointing != "none":
+        raise ValueError(
+            f"impl 'transformers' is priced without checkpointing (checkpointing {checkpointing!r} "
+            "given): use checkpointing 'none', or impl 'gpulesson'"
+        )
+    if loss != "standard":
+        raise ValueError(
+            f"impl 'transformers' (GPT2LMHeadModel) computes the standard loss (loss {loss!r} "
+            "given): use loss 'standard', or impl 'gpulesson' for a chunked loss"
+        )
+    if shape is not None and shape.kv_head_count != shape.heads:
+        raise ValueError(
+            f"transformers' GPT-2 has one key/value head per head (kv_heads {shape.kv_head_count} "
+            f"given, heads {shape.heads}): drop kv_heads, or use impl 'gpulesson'"
+        )
+
+
 def _check_step(
     gpus: int, zero: int, accumulation_steps: int, loss: str, loss_chunks: int | None
 ) -> int | None:
@@ -557,6 +666,7 @@ def estimate(
     foreach: bool = False,
     loss: str = "standard",
     loss_chunks: int | None = None,
+    impl: str = "gpulesson",
 ) -> Budget:
     """Estimate one step's memory on one GPU from a parameter count or a transformer shape.
 
@@ -568,6 +678,11 @@ def estimate(
     prices the per-tensor loop (two copies of the largest parameter).
     ``loss="chunked"`` prices a cross-entropy computed ``loss_chunks`` slices of
     tokens at a time (default 8), which never holds the full logits.
+    ``impl`` names whose GPT-2 the activation and temporary terms follow:
+    ``"gpulesson"`` (the course's :mod:`gpulesson.memory.gpt2`) or
+    ``"transformers"`` (Hugging Face's ``GPT2LMHeadModel``: its ``gelu_new``
+    keeps more tensors, its loss upcasts 16-bit logits to fp32); it prices
+    training steps with the standard loss and no checkpointing.
 
     >>> from gpulesson.units import format_gb
     >>> b = estimate(7e9, preset="qlora")
@@ -579,6 +694,7 @@ def estimate(
     ValueError: params=-1 must be a positive, finite number, e.g. 7e9
     """
     recipe = with_optimizer(get_recipe(preset), optimizer, state_dtype)
+    _check_impl(impl, recipe, shape, checkpointing, loss)
     chunks = _check_step(gpus, zero, accumulation_steps, loss, loss_chunks)
     n_params = parameter_count(params, shape)
     trainable, adapter_notes = trainable_parameters(
@@ -591,10 +707,13 @@ def estimate(
     )
     ledger = persistent_terms(recipe, n_params, trainable, gpus=gpus, zero=zero)
     notes = [recipe.source, *adapter_notes]
+    if impl == "transformers":
+        notes.append(TRANSFORMERS_NOTE)
     if zero >= 3:
         notes.append("ZeRO-3/FSDP: one layer's full weights are gathered at a time (not counted)")
     acts = temps = kv_cache = 0
     effective_batch = None
+    extra: tuple[ImplTerm, ...] = ()
     if shape is None:
         if loss != "standard":
             raise ValueError("a chunked loss changes the activations: give a transformer shape")
@@ -622,6 +741,8 @@ def estimate(
             has_state=recipe.optimizer_states > 0,
             full_training=trainable == n_params,
             inference=recipe.inference,
+            impl=impl,
+            compute_dtype=recipe.compute_dtype,
         )
         if recipe.inference:
             if loss != "standard":
@@ -638,6 +759,7 @@ def estimate(
                 shape.layers,
             )
             temps = max(p.alive_bytes["temporaries"] for p in phases)
+            extra = impl_terms(impl, sizes, conditions, ledger.alive())
             if chunks is not None:
                 notes.append(
                     f"loss: cross-entropy in {chunks} slices of up to "
@@ -678,6 +800,8 @@ def estimate(
         notes=tuple(notes),
         loss=loss,
         loss_chunks=chunks,
+        impl=impl,
+        impl_terms=extra,
     )
 
 

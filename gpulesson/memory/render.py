@@ -60,6 +60,18 @@ def _ledger_rows(budget: Budget) -> list[tuple[str, int]]:
     return [(name, value) for name, value in rows if value or name in ("weights",)]
 
 
+def _impl_lines(budget: Budget, width: int) -> list[str]:
+    """The terms an implementation adds, each with its share of the peak."""
+    if not budget.impl_terms:
+        return []
+    lines = [f"  of the peak, impl {budget.impl} adds:"]
+    for term in budget.impl_terms:
+        lines.append(
+            f"    {term.name:<{width - 2}}{format_gb(term.peak_bytes, 2):>12}   {term.meaning}"
+        )
+    return lines
+
+
 def to_text(budget: Budget) -> str:
     """A plain-text ledger, peak and headroom lines, for the terminal."""
     peak_label = f"peak ({budget.peak_phase})"
@@ -70,6 +82,7 @@ def to_text(budget: Budget) -> str:
     ]
     for name, value in _ledger_rows(budget):
         lines.append(f"  {name:<{width}}{format_gb(value, 2):>12}")
+    lines += _impl_lines(budget, width)
     lines.append(
         f"  {peak_label:<{width}}{format_gb(budget.total_bytes, 2):>12}"
         f"   = {format_gib(budget.total_bytes, 2)}"
@@ -90,6 +103,10 @@ def to_markdown(budget: Budget) -> str:
     """The ledger as a Markdown table (GB = 10^9 bytes), then the phases."""
     out = ["| term | GB |", "|---|---:|"]
     out += [f"| {name} | {value / GB:,.3f} |" for name, value in _ledger_rows(budget)]
+    out += [
+        f"| of the peak, impl {budget.impl}: {t.name} | {t.peak_bytes / GB:,.3f} |"
+        for t in budget.impl_terms
+    ]
     out.append(
         f"| **peak of the step ({budget.peak_phase})** | **{budget.total_bytes / GB:,.3f}** |"
     )

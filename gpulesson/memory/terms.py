@@ -119,14 +119,51 @@ def _only(monomials: tuple[Monomial, ...], condition: str) -> tuple[Monomial, ..
 
 BTC = ("dtype", "batch", "seq", "hidden")  # one (batch x seq x hidden) activation
 
+BTV = ("batch", "seq", "vocab")  # one (batch x seq x vocab) tensor's values
+
+# What impl="transformers" (Hugging Face's GPT2LMHeadModel) does differently, one
+# condition each, so the ledger can say what each adds (IMPL_FEATURES); the
+# condition "transformers" itself adds the forward point at the last block.
+IMPL_FEATURES: dict[str, tuple[tuple[str, str], ...]] = {
+    "gpulesson": (),
+    "transformers": (
+        (
+            "gelu_tanh",
+            "gelu_new, the tanh GELU written as tensor ops: three more 4x-wide tensors kept "
+            "per block (0.5x, tanh(.), 1 + tanh(.)) and one more in its backward pass",
+        ),
+        (
+            "upcast_loss",
+            "the loss upcasts 16-bit logits to fp32: an fp32 copy, an fp32 log-softmax and "
+            "fp32 gradients",
+        ),
+        ("shifted_labels", "the labels padded and shifted into a new int64 tensor"),
+        (
+            "eager_mask",
+            "eager attention's float mask, batch x seq x seq, through the forward pass "
+            "(and no per-block bool mask buffer)",
+        ),
+        ("block_output", "the last block's MLP output beside the residual sum it makes"),
+    ),
+}
+_GELU_TANH = _m(12, *BTC, when=("gelu_tanh",))  # gelu_new keeps 0.5x, tanh(.), 1 + tanh(.)
+
 _BLOCK_FULL = (
     _m(16, *BTC),  # LayerNorm inputs and outputs, Q, K, V, attention output, MLP's 4x tensors
     _m(4, "dtype", "batch", "seq"),  # LayerNorm statistics
     _m(1, "dtype", "batch", "heads", "seq", "seq", when=("eager",)),  # softmax output
     _m(1, "seq", "seq", when=("eager",)),  # the causal mask, one byte per bool
+    _m(-1, "seq", "seq", when=("eager", "eager_mask")),  # transformers keeps no mask buffer
     _m(4, "batch", "heads", "seq", when=("sdpa",)),  # SDPA's fp32 log-sum-exp
+    _GELU_TANH,
 )
 _SCORES = _m(2, "dtype", "batch", "heads", "seq", "seq", when=("eager",))  # scores and gradient
+_PER_TENSOR = ("has_state", "per_tensor", "full_training")
+# transformers' loss upcasts 16-bit logits to fp32: its log-softmax takes 4 bytes, not dtype
+_UPCAST_LOG_SOFTMAX = (
+    _m(4, *BTV, when=("standard_loss", "upcast_loss")),
+    _m(-1, "dtype", *BTV, when=("standard_loss", "upcast_loss")),
+)
 
 # GPT-2's parameters, counted from the shape (a count, not bytes): the token and
 # position embeddings, per block two LayerNorms (4C), the Q, K, V projection
@@ -160,18 +197,23 @@ TERMS: tuple[Term, ...] = (
     ),
     _term(
         "block_mlp",
-        "a block's MLP tensors: ln_2 input and output, the MLP's two 4x-wide tensors",
+        "a block's MLP tensors: ln_2 input and output, the MLP's two 4x-wide tensors "
+        "(transformers: and gelu_new's three)",
         _m(10, *BTC),
         _m(2, "dtype", "batch", "seq"),
+        _GELU_TANH,
     ),
     _term(
         "head_saved",
         "the head's saved tensors: final LayerNorm input and output, its statistics, the "
-        "int64 token ids and targets, and with the standard loss the logits' log-softmax",
+        "int64 token ids and targets, and with the standard loss the logits' log-softmax "
+        "(transformers: in fp32, and the shifted int64 labels)",
         _m(2, *BTC),
         _m(2, "dtype", "batch", "seq"),
-        _m(1, "dtype", "batch", "seq", "vocab", when=("standard_loss",)),
+        _m(1, "dtype", *BTV, when=("standard_loss",)),
         _m(16, "batch", "seq"),
+        *_UPCAST_LOG_SOFTMAX,
+        _m(8, "batch", "seq", when=("shifted_labels",)),
     ),
     _term("ids", "the int64 token ids and targets", _m(16, "batch", "seq")),
     # --- the loss: the logits and what the loss makes of them
@@ -184,18 +226,21 @@ TERMS: tuple[Term, ...] = (
     _term(
         "loss_forward",
         "the loss's forward transient: the logits beside their log-softmax (chunked: one "
-        "slice's logits and log-softmax)",
-        _m(1, "dtype", "batch", "seq", "vocab", when=("standard_loss",)),
+        "slice's logits and log-softmax; transformers upcasting: and the logits' fp32 copy)",
+        _m(1, "dtype", *BTV, when=("standard_loss",)),
         _m(2, "dtype", "slice_tokens", "vocab", when=("chunked_loss",)),
+        _m(4, *BTV, when=("standard_loss", "upcast_loss")),
     ),
     _term(
         "loss_backward",
         "the loss's backward transients: the gradients of the log-probabilities and of the "
         "logits (chunked: one slice's recomputed log-softmax and its two gradients, plus the "
-        "gradient of the hidden states)",
-        _m(2, "dtype", "batch", "seq", "vocab", when=("standard_loss",)),
+        "gradient of the hidden states; transformers upcasting: both in fp32)",
+        _m(2, "dtype", *BTV, when=("standard_loss",)),
         _m(3, "dtype", "slice_tokens", "vocab", when=("chunked_loss",)),
         _m(1, *BTC, when=("chunked_loss",)),
+        _m(8, *BTV, when=("standard_loss", "upcast_loss")),
+        _m(-2, "dtype", *BTV, when=("standard_loss", "upcast_loss")),
     ),
     _term(
         "hidden_gradient",
@@ -209,7 +254,24 @@ TERMS: tuple[Term, ...] = (
         "attention the scores and their scaled copy",
         options=((_m(10, *BTC),), (_m(4, *BTC), _SCORES)),
     ),
-    _term("mlp_backward", "the gradients of the MLP's two 4x-wide tensors", _m(8, *BTC)),
+    _term(
+        "mlp_backward",
+        "the gradients of the MLP's two 4x-wide tensors (transformers: and one more of "
+        "gelu_new's, whose backward is a chain of elementwise ops)",
+        _m(8, *BTC),
+        _m(4, *BTC, when=("gelu_tanh",)),
+    ),
+    _term(
+        "block_output",
+        "the last block's MLP output beside the residual sum it makes (transformers)",
+        _m(2, *BTC, when=("block_output",)),
+    ),
+    _term(
+        "causal_mask",
+        "transformers' eager attention mask, batch x seq x seq in the compute dtype, "
+        "alive through the forward pass",
+        _m(1, "dtype", "batch", "seq", "seq", when=("eager", "eager_mask")),
+    ),
     _term(
         "attn_backward",
         "attention's backward transients: the scores' gradients (eager) or those of Q, K, V "
@@ -271,12 +333,19 @@ TERMS: tuple[Term, ...] = (
         scale="grad_per_param",
     ),
     # --- the optimizer step
-    _term(
-        "optimizer_temporary",
-        "the optimizer step's transient: one copy of the trainable parameters in the "
-        "state dtype (multi-tensor, foreach) or two of the largest (per-tensor loop)",
-        _m(1, "trainable", when=("has_state", "foreach")),
-        _m(2, "vocab", "hidden", when=("has_state", "per_tensor", "full_training")),
+    Term(
+        name="optimizer_temporary",
+        meaning="the optimizer step's transient: one copy of the trainable parameters in the "
+        "state dtype (multi-tensor, foreach) or two of the largest (per-tensor loop): the "
+        "token embedding, the position table or an MLP matrix (4 hidden^2)",
+        options=tuple(
+            (_m(1, "trainable", when=("has_state", "foreach")), largest)
+            for largest in (
+                _m(2, "vocab", "hidden", when=_PER_TENSOR),
+                _m(2, "seq", "hidden", when=_PER_TENSOR),
+                _m(8, "hidden", "hidden", when=_PER_TENSOR),
+            )
+        ),
         scale="state_value_bytes",
     ),
     # --- inference
@@ -309,6 +378,16 @@ _GRADIENTS_SO_FAR = (
 _BLOCKS_BELOW = (Use(term="block_saved", times=-1, per_layer=1, per_done=-1), Use(term="ids"))
 
 TRAINING_POINTS: tuple[Point, ...] = (
+    Point(
+        phase="forward",
+        label="end of the last block: its output beside the residual sum (and eager's mask)",
+        when=("transformers",),
+        alive=(
+            ("gradients", (Use(term="gradients_before"),)),
+            ("activations", (Use(term="block_saved", times=0, per_layer=1), Use(term="ids"))),
+            ("temporaries", (Use(term="block_output"), Use(term="causal_mask"))),
+        ),
+    ),
     Point(
         phase="forward",
         label="end of the forward pass: the loss's forward transients",
