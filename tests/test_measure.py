@@ -10,6 +10,7 @@ import torch
 from gpulesson.memory import torch_tools
 from gpulesson.memory.gpt2 import GPT2, GPT2Config, parameter_count
 from gpulesson.memory.measure import (
+    AccuracyCase,
     accuracy_summary,
     accuracy_to_markdown,
     build_cases,
@@ -74,6 +75,23 @@ def test_measure_rejects_bad_input():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA"):
             measure_gpt2(SMALL, batch=1, mode="cuda")
+
+
+def test_fake_tensors_measure_what_real_cpu_tensors_measure():
+    config = GPT2Config(vocab_size=128, seq_len=32, hidden=32, heads=2, layers=2)
+    fake = measure_gpt2(config, batch=2, mode="fake", optimizer="sgd")
+    real = measure_gpt2(config, batch=2, mode="cpu", optimizer="sgd")
+    assert (fake.device, real.device) == ("cpu (fake tensors)", "cpu")
+    assert fake.phase_peaks_bytes == real.phase_peaks_bytes
+
+
+def test_the_optimizer_step_holds_two_copies_of_the_largest_parameter():
+    # the MLP's 4 hidden^2 matrices, not the 64 x 256 embedding, are the largest here
+    config = GPT2Config(vocab_size=64, seq_len=32, hidden=256, heads=4, layers=1)
+    case = AccuracyCase(config=config, batch=1, dtype="fp32", optimizer="adamw")
+    (row,) = run_accuracy([case], mode="fake")
+    assert row.estimate_phase == row.measured.peak_phase == "optimizer step"
+    assert abs(row.error) < 0.01
 
 
 def test_build_grid_meets_the_accuracy_target():

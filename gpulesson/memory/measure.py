@@ -9,7 +9,14 @@ by category.
   before each phase), with ``memory_reserved()`` and ``mem_get_info()``.
 * Anywhere else it runs under ``FakeTensorMode`` with torch's ``MemTracker``:
   tensors have shapes and dtypes but no storage, so a GPT-sized AdamW step
-  runs on a laptop CPU in seconds without allocating its memory.
+  runs on a laptop CPU in seconds without allocating its memory. This is what
+  PyTorch's CPU kernels would allocate (their choice of saved tensors and
+  temporaries), tracked tensor by tensor: not a CUDA measurement.
+* ``mode="cpu"`` runs the same tracker on real CPU tensors (small models only:
+  it allocates and computes), to check that fake tensors change nothing.
+
+The course's GPT-2 is :func:`measure_gpt2`; Hugging Face transformers' GPT-2 is
+:func:`measure_transformers_gpt2` (:mod:`gpulesson.memory.transformers_gpt2`).
 
 The private torch APIs behind the fake-tensor path (``FakeTensorMode``,
 ``MemTracker``) are reached only through :mod:`gpulesson.memory.torch_tools`,
@@ -46,6 +53,7 @@ from gpulesson.memory.budget import TransformerShape, estimate
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 
 OPTIMIZERS = ("sgd", "sgd-momentum", "adamw")
+FAKE_METHOD = "FakeTensorMode + MemTracker (CPU, nothing allocated)"
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
     "bf16": torch.bfloat16,
@@ -135,7 +143,8 @@ def measure(
 
     ``build_model()`` must return a module whose ``forward(*make_inputs(device))``
     returns a scalar loss. ``mode`` is ``"cuda"``, ``"fake"`` (FakeTensorMode on
-    CPU) or ``"auto"`` (CUDA when available). The model is built in ``dtype``
+    CPU), ``"cpu"`` (real CPU tensors under the tracker) or ``"auto"`` (CUDA when
+    available, else fake). The model is built in ``dtype``
     (``fp32``, ``bf16``, ``fp16``), so gradients and optimizer state share it.
     """
     if dtype not in DTYPES:
@@ -150,21 +159,25 @@ def measure(
         if not torch.cuda.is_available():
             raise ValueError("mode='cuda' but torch sees no CUDA device: use mode='fake'")
         return _measure_cuda(build_model, make_inputs, optimizer, DTYPES[dtype], foreach)
-    if mode == "fake":
-        return _measure_fake(build_model, make_inputs, optimizer, DTYPES[dtype], foreach)
-    raise ValueError(f"mode={mode!r} must be 'auto', 'cuda' or 'fake'")
+    if mode in ("fake", "cpu"):
+        return _measure_tracked(
+            build_model, make_inputs, optimizer, DTYPES[dtype], foreach, fake=mode == "fake"
+        )
+    raise ValueError(f"mode={mode!r} must be 'auto', 'cuda', 'fake' or 'cpu'")
 
 
-def _measure_fake(
+def _measure_tracked(
     build_model: Callable[[], nn.Module],
     make_inputs: Callable[[torch.device], tuple[torch.Tensor, ...]],
     optimizer_name: str,
     dtype: torch.dtype,
     foreach: bool | None,
+    *,
+    fake: bool,
 ) -> MeasuredStep:
     phase_peaks: dict[str, int] = {}
     at_phase: dict[str, dict[str, int]] = {}
-    with torch_tools.fake_tensor_mode():
+    with torch_tools.fake_tensor_mode() if fake else contextlib.nullcontext():
         with _default_dtype(dtype):
             model = build_model()  # built in its dtype: .to(dtype) under fake mode misleads
         model.train()
@@ -187,8 +200,8 @@ def _measure_fake(
             )
     peak_phase = max(reversed(list(phase_peaks)), key=lambda p: phase_peaks[p])
     return MeasuredStep(
-        method="FakeTensorMode + MemTracker (CPU, nothing allocated)",
-        device="cpu (fake tensors)",
+        method=FAKE_METHOD if fake else "MemTracker on real CPU tensors",
+        device="cpu (fake tensors)" if fake else "cpu",
         peak_bytes=phase_peaks[peak_phase],
         peak_phase=peak_phase,
         phase_peaks_bytes=phase_peaks,
@@ -267,14 +280,7 @@ def measure_gpt2(
     foreach: bool | None = None,
 ) -> MeasuredStep:
     """Measure a training step of ``GPT2(config)`` on random tokens, ``batch`` x ``seq_len``."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
-        raise ValueError(f"batch={batch!r} must be a positive whole number")
-
-    def make_inputs(device: torch.device) -> tuple[torch.Tensor, ...]:
-        shape = (batch, config.seq_len)
-        idx = torch.randint(0, config.vocab_size, shape, device=device)
-        return idx, torch.randint(0, config.vocab_size, shape, device=device)
-
+    make_inputs = _token_inputs(config, batch)
     return measure(
         lambda: GPT2(config),
         make_inputs,
@@ -285,11 +291,58 @@ def measure_gpt2(
     )
 
 
+def _token_inputs(
+    config: GPT2Config, batch: int
+) -> Callable[[torch.device], tuple[torch.Tensor, ...]]:
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
+        raise ValueError(f"batch={batch!r} must be a positive whole number")
+
+    def make_inputs(device: torch.device) -> tuple[torch.Tensor, ...]:
+        shape = (batch, config.seq_len)
+        idx = torch.randint(0, config.vocab_size, shape, device=device)
+        return idx, torch.randint(0, config.vocab_size, shape, device=device)
+
+    return make_inputs
+
+
+def measure_transformers_gpt2(
+    config: GPT2Config,
+    *,
+    batch: int,
+    dtype: str = "fp32",
+    optimizer: str = "adamw",
+    mode: str = "auto",
+    foreach: bool | None = None,
+) -> MeasuredStep:
+    """Measure a training step of transformers' ``GPT2LMHeadModel`` of ``config``'s shape.
+
+    Built from a config with random weights (nothing downloaded), no dropout,
+    the head tied; ``config.attention`` picks transformers' ``sdpa`` or
+    ``eager`` attention. See :mod:`gpulesson.memory.transformers_gpt2`.
+    """
+    from gpulesson.memory import transformers_gpt2
+
+    make_inputs = _token_inputs(config, batch)
+    transformers_gpt2.hf_config(config)  # refuses what is not measured, before building
+    with transformers_gpt2.real_run_masks():
+        return measure(
+            lambda: transformers_gpt2.build_model(config),
+            make_inputs,
+            optimizer=optimizer,
+            dtype=dtype,
+            mode=mode,
+            foreach=foreach,
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class AccuracyCase:
     """One GPT-2 training step to estimate and measure.
 
     ``tuned`` says whether the estimator's terms were fitted on shapes like it.
+    ``impl`` is whose GPT-2 runs: ``"gpulesson"`` (:mod:`gpulesson.memory.gpt2`)
+    or ``"transformers"`` (Hugging Face's ``GPT2LMHeadModel``); the estimate
+    is asked for the same ``impl``.
     """
 
     config: GPT2Config
@@ -297,14 +350,15 @@ class AccuracyCase:
     dtype: str
     optimizer: str
     tuned: bool = True
+    impl: str = "gpulesson"
 
     def label(self) -> str:
-        """A short name: shape, batch, attention, checkpointing, dtype, optimizer."""
+        """A short name: shape, heads, batch, attention, checkpointing, dtype, optimizer."""
         c = self.config
         ckpt = "ckpt" if c.checkpointing else "no-ckpt"
         loss = f" chunked-loss/{c.loss_chunks}" if c.loss == "chunked" else ""
         return (
-            f"V{c.vocab_size} s{c.seq_len} h{c.hidden} L{c.layers} b{self.batch} "
+            f"V{c.vocab_size} s{c.seq_len} h{c.hidden} H{c.heads} L{c.layers} b{self.batch} "
             f"{c.attention} {ckpt} {self.dtype} {self.optimizer}{loss}"
         )
 
@@ -350,6 +404,15 @@ def estimate_case(case: AccuracyCase, foreach: bool = False) -> Any:
         foreach=foreach,
         loss=c.loss,
         loss_chunks=c.loss_chunks if c.loss == "chunked" else None,
+        impl=case.impl,
+    )
+
+
+def measure_case(case: AccuracyCase, mode: str = "auto") -> MeasuredStep:
+    """Measure a case's step with its ``impl``'s model."""
+    measure_model = measure_transformers_gpt2 if case.impl == "transformers" else measure_gpt2
+    return measure_model(
+        case.config, batch=case.batch, dtype=case.dtype, optimizer=case.optimizer, mode=mode
     )
 
 
@@ -357,9 +420,7 @@ def run_accuracy(cases: list[AccuracyCase], mode: str = "auto") -> tuple[Accurac
     """Estimate and measure every case (fake tensors on CPU, or CUDA)."""
     rows = []
     for case in cases:
-        measured = measure_gpt2(
-            case.config, batch=case.batch, dtype=case.dtype, optimizer=case.optimizer, mode=mode
-        )
+        measured = measure_case(case, mode)
         # CUDA's optimizers default to the multi-tensor (foreach) path.
         budget = estimate_case(case, foreach=measured.reserved_bytes is not None)
         rows.append(
@@ -389,16 +450,19 @@ def grid(
     dtypes: tuple[str, ...] = ("fp32", "bf16"),
     optimizers: tuple[str, ...] = ("sgd", "adamw"),
     tuned: bool = True,
+    impl: str = "gpulesson",
 ) -> list[AccuracyCase]:
     """Cases for each shape (its micro-batch included).
 
     Each shape runs with eager and SDPA attention, with and without
-    checkpointing, in each dtype, with each optimizer.
+    checkpointing (``impl="transformers"``: without), in each dtype, with each
+    optimizer.
     """
+    checkpointing = (False,) if impl == "transformers" else (False, True)
     cases = []
     for shape in shapes:
         for attention in ("eager", "sdpa"):
-            for ckpt in (False, True):
+            for ckpt in checkpointing:
                 config = _config(shape, attention=attention, checkpointing=ckpt)
                 for dtype in dtypes:
                     for optimizer in optimizers:
@@ -409,24 +473,29 @@ def grid(
                                 dtype=dtype,
                                 optimizer=optimizer,
                                 tuned=tuned,
+                                impl=impl,
                             )
                         )
     return cases
 
 
 def build_cases() -> list[AccuracyCase]:
-    """The small grid the lesson measures at build time (a few seconds on a CPU)."""
+    """The small grid the lesson measures at build time (about a second a case on a CPU).
+
+    Two shapes; between them both attentions, with and without checkpointing,
+    both dtypes and both optimizers.
+    """
     cases = []
-    for vocab, seq, batch in ((512, 64, 4), (256, 256, 2)):
-        shape = TransformerShape(vocab=vocab, seq=seq, hidden=64, heads=4, layers=2, batch=batch)
-        for attention, ckpt, dtype, optimizer in (
-            ("eager", False, "fp32", "adamw"),
-            ("sdpa", False, "bf16", "sgd"),
-            ("sdpa", True, "fp32", "adamw"),
-            ("eager", True, "bf16", "sgd"),
-        ):
-            config = _config(shape, attention=attention, checkpointing=ckpt)
-            cases.append(AccuracyCase(config=config, batch=batch, dtype=dtype, optimizer=optimizer))
+    for shape, attention, ckpt, dtype, optimizer in (
+        (TUNED_SHAPES[0], "eager", False, "fp32", "adamw"),
+        (TUNED_SHAPES[0], "sdpa", True, "bf16", "sgd"),
+        (TUNED_SHAPES[1], "sdpa", False, "bf16", "sgd"),
+        (TUNED_SHAPES[1], "eager", True, "fp32", "adamw"),
+    ):
+        config = _config(shape, attention=attention, checkpointing=ckpt)
+        cases.append(
+            AccuracyCase(config=config, batch=shape.batch, dtype=dtype, optimizer=optimizer)
+        )
     return cases
 
 
