@@ -1,0 +1,109 @@
+"""The mixed-precision lesson: its blocks run, its claims hold and can fail, its quiz reads them.
+
+The page's executed blocks run in order as the build runs them (same page, same facts);
+then every checked claim must hold on this CPU (GPU claims are not checked here, and
+must say so), every claim must be able to fail, and the predict-the-number question must
+offer the figure the page measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import textwrap
+
+import pytest
+import torch
+
+from gpulesson.site import claims, content, facts, quiz_values, quizzes
+from tests.conftest import REPO
+
+STEM = "mixed-precision"
+FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+
+
+def exec_blocks() -> list[tuple[str, str]]:
+    """The lesson's executed blocks, ``(id, code)``, in page order, dedented."""
+    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
+    blocks = []
+    for match in FENCE.finditer(text):
+        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
+        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def page() -> dict[str, object]:
+    """Run the page once; keep what each block printed, the facts and the claims."""
+    facts.reset()
+    facts.begin_page(f"lessons/{STEM}.md")
+    printed = {}
+    for block_id, code in exec_blocks():
+        facts.begin_block(block_id)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
+        facts.end_block()
+        printed[block_id] = out.getvalue()
+    found = {
+        "printed": printed,
+        "facts": {name: f.value for name, f in facts.page_facts().items()},
+        "claims": claims.claims(),
+    }
+    facts.reset()
+    content.reset()
+    return found
+
+
+def test_every_block_has_the_lesson_prefix_and_a_unique_id():
+    ids = [block_id for block_id, _ in exec_blocks()]
+    assert ids and all(i.startswith("mp-") for i in ids)
+    assert len(ids) == len(set(ids))
+
+
+def test_every_block_prints_something(page):
+    empty = [block_id for block_id, text in page["printed"].items() if not text.strip()]
+    assert not empty
+
+
+def test_claims_hold_on_this_cpu_and_can_fail(page):
+    made = page["claims"]
+    assert len(made) >= 15
+    for c in made:
+        assert claims.can_fail(c), c.rule
+        if c.needs is None:
+            assert c.status == claims.HOLDS, (c.text, c.rule, c.numbers)
+        elif not torch.cuda.is_available():
+            assert c.status in (claims.NOT_CHECKED, claims.HOLDS), c.text
+
+
+def test_the_trace_agrees_with_pytorchs_op_reference(page):
+    f = page["facts"]
+    assert f["mp.trace_disagreements"] == 0 and f["mp.trace_checked"] >= 10
+    assert "`linear`" in page["printed"]["mp-trace"]
+    assert "`cross_entropy`" in page["printed"]["mp-trace"]
+
+
+def test_gpu_rows_say_they_need_a_gpu_on_a_cpu_build(page):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA build measures these rows")
+    for block_id in ("mp-gpu-speed", "mp-gpu-accuracy", "mp-gpu-steps"):
+        text = page["printed"][block_id]
+        assert "needs a GPU" in text or "reference result bundle" in text, block_id
+
+
+def test_the_quiz_offers_the_measured_activation_ratio(page, monkeypatch):
+    monkeypatch.chdir(REPO)
+    content.reset()  # read this checkout's docs/, not a content cache another test left
+    written = quizzes.questions(STEM)
+    content.reset()
+    templated = [q for q in written if q.facts]
+    assert templated, "the quiz needs a predict-the-number question"
+    for question in templated:
+        values = quiz_values.activation_ratio_readings(
+            {n: page["facts"][n] for n in question.facts}
+        )
+        right = next(o.text for o in question.options if o.correct)
+        assert "{measured}" in right or "{value}" in right
+        assert values["measured"] == f"{page['facts']['mp.act_meas_ratio']:.2f}"
