@@ -261,8 +261,13 @@ def chinchilla_tokens(params: float) -> float:
 class MfuReading:
     """A step's achieved model FLOP/s over one peak, with what the peak is and where from.
 
+    ``peak_kind`` is ``"datasheet"`` (the vendor's dense peak: the share is the MFU),
+    ``"matmul"`` (the best matmul measured on the device: the share of what is achievable)
+    or ``"model"`` (the CPU peak model of :mod:`gpulesson.timing.peak`).
+
     >>> r = MfuReading(device="cpu", dtype="fp32", achieved_flop_per_s=40e9,
-    ...                peak_flop_per_s=100e9, peak_label="best matmul", peak_source="measured")
+    ...                peak_flop_per_s=100e9, peak_kind="matmul", peak_label="best matmul",
+    ...                peak_source="measured")
     >>> r.mfu
     0.4
     """
@@ -271,6 +276,7 @@ class MfuReading:
     dtype: str
     achieved_flop_per_s: float
     peak_flop_per_s: float
+    peak_kind: str
     peak_label: str
     peak_source: str
 

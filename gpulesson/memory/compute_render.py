@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 from gpulesson.memory.compute import MfuReading, TrainingFlops, TrainingPlan
 
 if TYPE_CHECKING:  # torch-free at run time: these are only read
-    from gpulesson.memory.compute_step import LinearCount, RecomputeCount, StepCount, StepTiming
+    from gpulesson.memory.compute_step import (
+        GpuMfu,
+        LinearCount,
+        RecomputeCount,
+        SdpaGap,
+        StepCount,
+        StepTiming,
+    )
 
 
 def flops_text(flops: float) -> str:
@@ -51,9 +58,6 @@ def linear_markdown(count: LinearCount) -> str:
             f"| backward | dX = dY Wᵀ: ({t} × {o}) @ ({o} × {i}); dW = Xᵀ dY: ({i} × {t}) @ "
             f"({t} × {o}) | 4 × tokens × in × out | {flops_text(f.backward_flops)} "
             f"| {flops_text(count.counted_backward_flops)} |",
-            "",
-            f"The counter's backward pass is {count.backward_over_forward:.2f} times its "
-            "forward pass: two products of the same size as the forward one.",
         ]
     )
 
@@ -123,6 +127,23 @@ def recompute_markdown(pair: RecomputeCount) -> str:
     return "\n".join(rows)
 
 
+def sdpa_gap_markdown(gap: SdpaGap) -> str:
+    """The same CPU step counted with eager attention and with SDPA, and what SDPA hid."""
+    return "\n".join(
+        [
+            "| attention | counted (FLOPs) | counted / 6ND |",
+            "|---|---:|---:|",
+            f"| eager (two matmuls) | {flops_text(gap.eager.counted_flops)} "
+            f"| {gap.eager.ratio_to_six_nd:.3f} |",
+            f"| `scaled_dot_product_attention` on the CPU | {flops_text(gap.sdpa.counted_flops)} "
+            f"| {gap.sdpa.ratio_to_six_nd:.3f} |",
+            "",
+            f"The counter missed {flops_text(gap.missing_flops)} FLOPs with SDPA; attention's "
+            f"term, 12 × layers × seq × hidden × D, is {flops_text(gap.eager.attention_flops)}.",
+        ]
+    )
+
+
 # --- MFU --------------------------------------------------------------------------------
 
 
@@ -151,7 +172,8 @@ def mfu_markdown(readings: Sequence[MfuReading]) -> str:
     """Each reading's achieved rate, its peak, and the share: one row per peak.
 
     >>> r = MfuReading(device="cpu", dtype="fp32", achieved_flop_per_s=40e9,
-    ...                peak_flop_per_s=100e9, peak_label="best matmul", peak_source="here")
+    ...                peak_flop_per_s=100e9, peak_kind="matmul", peak_label="best matmul",
+    ...                peak_source="here")
     >>> print(mfu_markdown([r]).splitlines()[2])
     | cpu | best matmul | 100.0 | 40.0 | 40% | here |
     """
@@ -167,6 +189,17 @@ def mfu_markdown(readings: Sequence[MfuReading]) -> str:
             f"| {r.achieved_flop_per_s / scale:,.1f} | {r.mfu:.0%} | {r.peak_source} |"
         )
     return "\n".join(rows)
+
+
+def gpu_mfu_markdown(gpu: GpuMfu) -> str:
+    """The GPU rows: a table with where they come from, or the sentence that says why none."""
+    if not gpu.readings:
+        return (
+            f"GPU rows {gpu.source}. They need a CUDA GPU: a build on one measures them, and "
+            "`gpulesson measure` on one records them (`train_step`, `matmul_peak`) for the "
+            "next CPU build."
+        )
+    return f"GPU rows, {gpu.source}:\n\n" + mfu_markdown(gpu.readings)
 
 
 # --- time and money ---------------------------------------------------------------------

@@ -43,6 +43,7 @@ from gpulesson.memory.compute import (
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 from gpulesson.results import datasheets
 from gpulesson.results.bundle import Bundle
+from gpulesson.results.compare import Sourced
 from gpulesson.timing.bench import barrier, measure_matmul, time_samples
 from gpulesson.timing.peak import FMA_UNIT_BOUNDS, CpuPeak
 from gpulesson.timing.results import MatmulResult, OpResult
@@ -145,6 +146,11 @@ class StepCount:
         """6 x matmul parameters x tokens + the attention term (no recomputation)."""
         return 6 * self.matmul_parameters * self.tokens + self.attention_flops
 
+    @property
+    def counted_over_formula(self) -> float:
+        """Counted over :attr:`formula_flops`: 1 when the formula accounts for every FLOP."""
+        return self.counted_flops / self.formula_flops
+
 
 def matmul_parameters(model: nn.Module) -> int:
     """Weights of the model's ``nn.Linear`` layers, each shared matrix counted once.
@@ -223,6 +229,31 @@ def count_recompute(config: GPT2Config, batch: int) -> RecomputeCount:
     plain = count_gpt_step(replace(config, checkpointing=False), batch)
     checkpointed = count_gpt_step(replace(config, checkpointing=True), batch)
     return RecomputeCount(plain=plain, checkpointed=checkpointed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SdpaGap:
+    """The same CPU step counted with eager attention and with ``scaled_dot_product_attention``."""
+
+    eager: StepCount
+    sdpa: StepCount
+
+    @property
+    def missing_flops(self) -> int:
+        """What the counter did not see with SDPA: eager count minus SDPA count."""
+        return self.eager.counted_flops - self.sdpa.counted_flops
+
+
+def count_sdpa_gap(config: GPT2Config, batch: int) -> SdpaGap:
+    """Count ``config``'s step on the CPU with eager attention and with SDPA (real tensors).
+
+    torch's counter has formulas for the CUDA flash, memory-efficient and cuDNN attention
+    kernels, not for the CPU one, so on a CPU the SDPA count misses attention's matmuls.
+    """
+    return SdpaGap(
+        eager=count_gpt_step(replace(config, attention="eager"), batch, device="cpu"),
+        sdpa=count_gpt_step(replace(config, attention="sdpa"), batch, device="cpu"),
+    )
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -333,6 +364,7 @@ def cpu_readings(
             dtype=matmul.dtype,
             achieved_flop_per_s=step_flop_per_s,
             peak_flop_per_s=matmul.flop_per_s,
+            peak_kind="matmul",
             peak_label=f"best matmul measured here ({matmul.n} x {matmul.n}, {matmul.dtype})",
             peak_source="measured on this build's machine, median",
         )
@@ -344,6 +376,7 @@ def cpu_readings(
                 dtype=peak.dtype,
                 achieved_flop_per_s=step_flop_per_s,
                 peak_flop_per_s=rate,
+                peak_kind="model",
                 peak_label=f"CPU peak model, {units} FMA unit{'s' if units > 1 else ''} per core",
                 peak_source=f"{peak.cores} cores x {peak.simd_lanes} lanes x 2 x clock x "
                 f"{units} (gpulesson.timing.peak; the machine does not say whether its cores "
@@ -353,17 +386,15 @@ def cpu_readings(
     return tuple(rows)
 
 
-def gpu_readings_from_bundle(bundle: Bundle, dtype: str = "bf16") -> tuple[MfuReading, ...]:
-    """The bundle's ``train_step.<dtype>`` rate over its datasheet peak and its best matmul.
+def gpu_readings_from_bundle(bundle: Bundle) -> tuple[MfuReading, ...]:
+    """The bundle's ``train_step`` rate over its datasheet peak and its best matmul, same dtype.
 
-    ``ValueError`` when the bundle has no such step (an older suite): run the suite again.
+    Empty when the bundle has no ``train_step`` row (made by a suite without the entry).
     """
-    step = bundle.measurement(f"train_step.{dtype}")
-    if step is None:
-        raise ValueError(
-            f"the bundle from {bundle.provenance.device_name} has no train_step.{dtype}: "
-            "run gpulesson measure again with a suite that has the train_step entry"
-        )
+    step = next((m for m in bundle.measurements if m.entry == "train_step"), None)
+    if step is None or step.dtype is None:
+        return ()
+    dtype = step.dtype
     device = bundle.provenance.device_name
     rows = []
     sheet = bundle.datasheet
@@ -375,6 +406,7 @@ def gpu_readings_from_bundle(bundle: Bundle, dtype: str = "bf16") -> tuple[MfuRe
                 dtype=dtype,
                 achieved_flop_per_s=step.value,
                 peak_flop_per_s=peak,
+                peak_kind="datasheet",
                 peak_label=f"datasheet dense {dtype} peak ({sheet.name})",
                 peak_source=f"{sheet.peaks[dtype].stated!r}, {sheet.sources[0].url}",
             )
@@ -387,11 +419,49 @@ def gpu_readings_from_bundle(bundle: Bundle, dtype: str = "bf16") -> tuple[MfuRe
                 dtype=dtype,
                 achieved_flop_per_s=step.value,
                 peak_flop_per_s=best.value,
+                peak_kind="matmul",
                 peak_label=f"best {dtype} matmul measured on it (shape search)",
-                peak_source="the same bundle, matmul_peak." + dtype,
+                peak_source=f"the same bundle, matmul_peak.{dtype}",
             )
         )
     return tuple(rows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuMfu:
+    """The GPU rows of the lesson: readings, and where they come from (or why there are none)."""
+
+    readings: tuple[MfuReading, ...]
+    source: str
+
+    def reading(self, kind: str) -> MfuReading | None:
+        """The reading against a ``"datasheet"`` or ``"matmul"`` peak, if there is one."""
+        return next((r for r in self.readings if r.peak_kind == kind), None)
+
+
+def gpu_mfu(ref: Sourced | None, has_gpu: bool) -> GpuMfu:
+    """Measure on this build's CUDA GPU, else read the reference bundle ``ref``, else say why not.
+
+    >>> gpu_mfu(None, has_gpu=False).source
+    'not measured: this build has no CUDA GPU and there is no reference result bundle'
+    """
+    if has_gpu:
+        _step, readings = gpu_readings_measured()
+        return GpuMfu(readings=readings, source="measured on this build's GPU")
+    if ref is None:
+        return GpuMfu(
+            readings=(),
+            source="not measured: this build has no CUDA GPU and there is no reference "
+            "result bundle",
+        )
+    readings = gpu_readings_from_bundle(ref.bundle)
+    if not readings:
+        return GpuMfu(
+            readings=(),
+            source=f"not measured: the reference bundle {ref.file} has no train_step row "
+            "(its suite predates the entry); run gpulesson measure again",
+        )
+    return GpuMfu(readings=readings, source=f"reference bundle {ref.file}")
 
 
 def gpu_dtype(capability: tuple[int, int]) -> str:
@@ -451,6 +521,7 @@ def gpu_readings_measured(min_run_time_s: float = 1.0) -> tuple[StepTiming, tupl
                 dtype=dtype,
                 achieved_flop_per_s=step.flop_per_s,
                 peak_flop_per_s=peak,
+                peak_kind="datasheet",
                 peak_label=f"datasheet dense {dtype} peak ({sheet.name})",
                 peak_source=f"{sheet.peaks[dtype].stated!r}, {sheet.sources[0].url}",
             )
@@ -462,6 +533,7 @@ def gpu_readings_measured(min_run_time_s: float = 1.0) -> tuple[StepTiming, tupl
             dtype=dtype,
             achieved_flop_per_s=step.flop_per_s,
             peak_flop_per_s=matmul.flop_per_s,
+            peak_kind="matmul",
             peak_label=f"{matmul.n} x {matmul.n} {dtype} matmul measured here",
             peak_source="measured on this build's GPU, median",
         )

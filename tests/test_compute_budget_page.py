@@ -1,0 +1,111 @@
+"""The compute-budget lesson: its blocks run, every claim holds and can fail, the quiz reads them.
+
+The blocks run in page order as the build runs them (one page, shared facts); the GPU
+block finds no GPU and no reference bundle here, so its claim is "not checked".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import textwrap
+
+import pytest
+
+from gpulesson.memory.compute import plan_training, training_flops
+from gpulesson.results import datasheets
+from gpulesson.site import claims, content, facts, quizzes
+from tests.conftest import REPO
+
+STEM = "compute-budget"
+PAGE = REPO / "docs" / "lessons" / f"{STEM}.md"
+FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+
+
+def exec_blocks() -> list[tuple[str, str]]:
+    """The page's executed blocks, ``(id, code)``, in order."""
+    text = PAGE.read_text()
+    blocks = []
+    for match in FENCE.finditer(text):
+        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
+        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def page():
+    """Run the page once; yield each block's Markdown and the page's claims and facts."""
+    facts.reset()
+    facts.begin_page(f"lessons/{STEM}.md")
+    printed = {}
+    for block_id, code in exec_blocks():
+        facts.begin_block(block_id)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
+        facts.end_block()
+        printed[block_id] = out.getvalue()
+    found = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
+    values = {name: f.value for name, f in facts.page_facts().items()}
+    yield printed, found, values
+    facts.reset()
+    content.reset()
+
+
+def test_every_block_has_an_id_with_the_lesson_prefix_and_prints(page):
+    printed, _, _ = page
+    assert len(printed) >= 12
+    assert all(block_id.startswith("compute-") for block_id in printed)
+    assert all(out.strip() for out in printed.values())
+    assert "Traceback" not in "".join(printed.values())
+
+
+def test_every_claim_holds_or_waits_for_a_gpu_and_could_fail(page):
+    _, found, _ = page
+    assert len(found) >= 11
+    assert [c.text for c in found if c.status == claims.FAILS] == []
+    unchecked = [c for c in found if c.status == claims.NOT_CHECKED]
+    assert all(c.needs == "cuda" for c in unchecked)
+    assert len(unchecked) <= 1  # only the GPU MFU claim, on a CPU build without a bundle
+    assert [c.rule for c in found if not claims.can_fail(c)] == []
+
+
+def test_the_page_publishes_6nd_and_the_count_side_by_side(page):
+    _, _, values = page
+    assert values["compute.step_six_nd_flops"] == 6 * 3_716_608 * 512
+    ratio = values["compute.step_counted_flops"] / values["compute.step_six_nd_flops"]
+    assert values["compute.step_ratio"] == pytest.approx(ratio)
+    assert values["compute.linear_backward_over_forward"] == 2.0
+
+
+def test_the_gpu_block_says_which_rows_need_a_gpu(page):
+    printed, _, _ = page
+    assert "need a CUDA GPU" in printed["compute-mfu-gpu"]
+
+
+def test_the_plan_table_labels_the_rates_as_examples(page):
+    printed, _, _ = page
+    table = printed["compute-plan"]
+    assert "example rate ($/GPU-hour, not a quote)" in table
+    assert "| no example rate | — |" in table  # the H100 has none, so no invented cost
+
+
+def test_the_quiz_asks_for_the_hours_the_page_computed(page):
+    _, _, values = page
+    written = quizzes.questions(STEM)
+    filled = quizzes.page_questions(STEM, values)
+    (question,) = [q for q, w in zip(filled, written, strict=True) if w.facts]
+    right = next(o.text for o in question.options if o.correct)
+    plan = plan_training(training_flops(7e9, 1.4e11), gpu="a100-80gb", gpus=8, mfu=0.4)
+    assert right == f"About {quizzes_about(plan.hours)} hours"
+    # the prompt states the run's inputs: they are the page's
+    assert "5.88 × 10²¹" in question.prompt and plan.flops.train_flops == 5.88e21
+    assert "312 TFLOP/s" in question.prompt
+    assert datasheets.get("a100-80gb").dense_flop_per_s("bf16") == 312e12
+
+
+def quizzes_about(x: float) -> str:
+    from gpulesson.site.quiz_values import about
+
+    return about(x)
