@@ -118,7 +118,11 @@ def test_measure_decode_keeps_one_sample_per_step_and_counts_the_bytes():
 
 
 def test_a_sweep_sets_each_batch_against_its_two_ceilings():
-    sweep = decode.measure_decode_sweep("cpu", TINY_PLAN, min_run_time_s=0.01)
+    threads = torch.get_num_threads()
+    one_thread = dataclasses.replace(TINY_PLAN, threads=1)
+    sweep = decode.measure_decode_sweep("cpu", one_thread, min_run_time_s=0.01)
+    assert torch.get_num_threads() == threads  # restored
+    assert {r.threads for r in sweep.rows} == {1} and sweep.peak.threads == 1
     assert [r.batch for r in sweep.rows] == [1, 3]
     assert len(sweep.bandwidths) == 2
     assert sweep.bandwidth_bytes_per_s == max(b.bytes_per_s for b in sweep.bandwidths)

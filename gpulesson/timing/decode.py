@@ -408,6 +408,8 @@ class DecodePlan:
     warmup_steps: int
     bandwidth_bytes: int  # each buffer of the copy that measures bandwidth
     matmul_n: int  # the square matmul that measures the compute rate in ``dtype``
+    prefill_repeats: int = 2  # timed prefills per batch (the cache rewound between)
+    threads: int | None = None  # CPU threads for the whole sweep; None keeps torch's setting
 
     def parameters(self) -> int:
         """The model's parameter count (tied head counted once).
@@ -433,30 +435,35 @@ class DecodePlan:
         return kv_bytes_per_token(self.config, itemsize) * tokens * batch
 
 
-# Sizes: the CPU model's fp32 weights (about 110 MB) are over three times this machine
-# class's last-level cache, so every step streams them from memory; the CUDA model's fp16
-# weights (about 5.4 GB) take about a millisecond to read on an H100, long against the
-# ~160 kernel launches of an eager step. --quick sizes are for ``gpulesson measure --quick``.
+# Sizes: the CPU plan keeps the lesson's sweep to a few seconds on 2 cores (the prefills of
+# the large batches cost most, hence the short prompt), on one thread: when the other core
+# is busy, two threads spin-wait on each other and readings swing tenfold. The CPU model's
+# fp32 weights (about 110 MB) are over three times this machine class's last-level cache,
+# so every step streams them from memory; the CUDA model's fp16 weights (about 5.4 GB)
+# take about a millisecond to read on an H100, long against the ~160 kernel launches of an
+# eager step. --quick sizes are for ``gpulesson measure --quick``.
 PLANS: dict[tuple[str, bool], DecodePlan] = {
     ("cpu", False): DecodePlan(
         config=GPT2Config(vocab_size=4096, seq_len=64, hidden=512, heads=8, layers=8),
         dtype="fp32",
         batches=(1, 4, 16, 64),
-        prompt_tokens=8,
-        new_tokens=8,
-        warmup_steps=2,
+        prompt_tokens=4,
+        new_tokens=6,
+        warmup_steps=1,
         bandwidth_bytes=64 * MIB,
         matmul_n=1024,
+        threads=1,
     ),
     ("cpu", True): DecodePlan(
         config=GPT2Config(vocab_size=4096, seq_len=64, hidden=512, heads=8, layers=8),
         dtype="fp32",
         batches=(1, 16),
-        prompt_tokens=8,
+        prompt_tokens=4,
         new_tokens=6,
         warmup_steps=1,
         bandwidth_bytes=64 * MIB,
         matmul_n=512,
+        threads=1,
     ),
     ("mps", False): DecodePlan(
         config=GPT2Config(vocab_size=32000, seq_len=128, hidden=2048, heads=16, layers=8),
@@ -606,6 +613,18 @@ class DecodeSweep:
 
 
 @contextlib.contextmanager
+def _threads(count: int | None) -> Iterator[None]:
+    """Run with ``count`` intra-op CPU threads (None: leave torch's setting alone)."""
+    before = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
 def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
     before = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -632,25 +651,28 @@ def measure_decode_sweep(
 ) -> DecodeSweep:
     """Measure bandwidth, the matmul rate and decode tokens/s for each batch of ``plan``.
 
-    The copy is timed once before the batches and once after; the model is built once.
+    The copy is timed once before the batches and once after; the model is built once;
+    everything runs with the plan's thread count (each timing records it).
     """
     plan = plan or plan_for(device)
-    before = measure_bandwidth(device, plan.bandwidth_bytes, min_run_time_s=min_run_time_s)
-    peak = measure_matmul_op(plan.matmul_n, device, plan.dtype, min_run_time_s=min_run_time_s)
-    model = build_model(plan.config, device, plan.dtype)
-    rows = tuple(
-        measure_decode(
-            model,
-            batch,
-            prompt_tokens=plan.prompt_tokens,
-            new_tokens=plan.new_tokens,
-            warmup_steps=plan.warmup_steps,
+    with _threads(plan.threads):
+        before = measure_bandwidth(device, plan.bandwidth_bytes, min_run_time_s=min_run_time_s)
+        peak = measure_matmul_op(plan.matmul_n, device, plan.dtype, min_run_time_s=min_run_time_s)
+        model = build_model(plan.config, device, plan.dtype)
+        rows = tuple(
+            measure_decode(
+                model,
+                batch,
+                prompt_tokens=plan.prompt_tokens,
+                new_tokens=plan.new_tokens,
+                warmup_steps=plan.warmup_steps,
+                prefill_repeats=plan.prefill_repeats,
+            )
+            for batch in plan.batches
         )
-        for batch in plan.batches
-    )
-    parameters = model.num_parameters()
-    del model
-    after = measure_bandwidth(device, plan.bandwidth_bytes, min_run_time_s=min_run_time_s)
+        parameters = model.num_parameters()
+        del model
+        after = measure_bandwidth(device, plan.bandwidth_bytes, min_run_time_s=min_run_time_s)
     return DecodeSweep(
         device=device,
         dtype=plan.dtype,

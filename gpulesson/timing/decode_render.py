@@ -62,10 +62,13 @@ def decode_markdown(sweep: DecodeSweep) -> str:
     """Decode tokens/s by batch beside its bandwidth and compute bounds, with the model it ran."""
     c = sweep.config
     first = sweep.rows[0]
+    where = sweep.device
+    if where == "cpu":
+        where += f" ({first.threads} thread{'s' if first.threads > 1 else ''})"
     lines = [
         f"GPT with {sweep.parameters / 1e6:,.1f} M parameters ({c.layers} layers, hidden "
         f"{c.hidden}, {c.heads} heads, vocabulary {c.vocab_size}), random weights in "
-        f"{sweep.dtype}, on {sweep.device}: {first.weight_bytes / MB:,.1f} MB of weights read "
+        f"{sweep.dtype}, on {where}: {first.weight_bytes / MB:,.1f} MB of weights read "
         f"per step; prompt of {first.prompt_tokens} tokens, then {first.repeats} timed decode "
         "steps after a warm-up (one sample per step).",
         "",
