@@ -102,20 +102,27 @@ def scaling_markdown(probes: Sequence[ScalingProbe]) -> str:
     return "\n".join(out)
 
 
+_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}
+
+
+def _short(dtype: str) -> str:
+    """A dtype name as the lesson writes it: fp32, bf16, fp16 (others unchanged)."""
+    return _SHORT.get(dtype, dtype)
+
+
 def trace_markdown(rows: Sequence[TraceRow]) -> str:
     """The dtype trace, with PyTorch's autocast policy for each op on CUDA and CPU."""
     out = [
-        "| # | op | module | input dtypes | output dtype | autocast on CUDA (docs) "
-        "| autocast on CPU (docs) |",
-        "|---:|---|---|---|---|---|---|",
+        "| op | module | inputs | output | autocast on CUDA (docs) | autocast on CPU (docs) |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
         policy = r.policy
         cuda = policy.cuda if policy else "not in this table"
         cpu = policy.cpu if policy else "not in this table"
-        inputs = ", ".join(r.input_dtypes)
+        inputs = ", ".join(_short(d) for d in r.input_dtypes)
         out.append(
-            f"| {r.index} | `{r.op}` | `{r.module}` | {inputs} | **{r.output_dtype}** | "
+            f"| `{r.op}` | `{r.module}` | {inputs} | **{_short(r.output_dtype)}** | "
             f"{cuda} | {cpu} |"
         )
     return "\n".join(out)

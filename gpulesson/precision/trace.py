@@ -47,8 +47,8 @@ AMP_OP_REFERENCE = "https://pytorch.org/docs/stable/amp.html#autocast-op-referen
 
 # Autocast's three behaviours, as PyTorch's op reference names its lists.
 LOWER = "16-bit"  # "Ops that can autocast to float16" (CUDA) / "to bfloat16" (CPU)
-FP32 = "float32"  # "Ops that can autocast to float32"
-UNLISTED = "input dtype"  # not listed: runs in the type its inputs have
+FP32 = "fp32"  # "Ops that can autocast to float32"
+UNLISTED = "inputs' dtype"  # not listed: runs in the type its inputs have
 
 # Ops that only reshape or read metadata: left out of the trace.
 SHAPE_OPS = frozenset(
