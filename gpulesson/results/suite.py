@@ -48,6 +48,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_decode",
     "gpulesson.results.entries_compute",
     "gpulesson.results.entries_precision",
+    "gpulesson.results.entries_profiling",
 )
 
 # Share of free device memory (or available RAM) one entry's buffers may take.

@@ -1,0 +1,622 @@
+"""Profile a callable with ``torch.profiler``: per-op self and total times, calls and memory.
+
+The measured side of the lesson "Where did the time go?" (``lessons/profiling.md``) and of
+the suite entry ``profile_step`` (:mod:`gpulesson.results.entries_profiling`).
+
+:func:`profile_callable` runs a callable ``wait + warmup + active`` times under
+``torch.profiler.profile`` with ``schedule(wait, warmup, active)``, calling ``prof.step()``
+after each call, and keeps what ``key_averages()`` reports for the active calls: one
+:class:`OpStat` per row (an operator, or a label the code put there with
+``record_function``), with self and total times in seconds, the call count and the memory
+allocated minus freed. The steps, in order:
+
+1. set the thread count (CPU timings follow it; restored afterwards);
+2. for each call: barrier, clock, call, barrier, clock, ``prof.step()``; the clock readings
+   of the active calls are the step samples (the profiler is on while they run);
+3. read ``key_averages()`` and, if asked, the Chrome trace (``export_chrome_trace``),
+   kept gzip-compressed without the per-allocation ``[memory]`` events.
+
+*Self* time is time in a row's own code; *total* time adds the rows it called. On a CPU
+profile the times are CPU time; on CUDA the share of each row is its own kernels' time
+(``self_device_time_total``), which is what the GPU spent. :func:`labelled_step` builds the
+course's GPT training step with the regions ``forward``, ``backward``, ``optimizer.step``
+and ``zero_grad`` labelled; :func:`profile_gpt_step` profiles it.
+
+>>> import torch
+>>> a = torch.ones(64, 64)
+>>> p = profile_callable(lambda: a @ a @ a, wait=0, warmup=1, active=2)
+>>> p.op("aten::mm").calls  # two matmuls a call, two active calls
+4
+>>> p.top.name, p.share(p.top) > 0.5
+('aten::mm', True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+from gpulesson.memory.gpt2 import GPT2, GPT2Config
+from gpulesson.timing.bench import barrier
+
+# The regions the course's training step labels with record_function, in step order.
+REGIONS = ("forward", "backward", "optimizer.step", "zero_grad")
+# Rows that are matrix multiplications: the family whose share the lesson reads.
+MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+STEP_PREFIX = "ProfilerStep"  # the row prof.step() adds for each profiled step
+DEVICES = ("cpu", "cuda", "mps")
+# The step the lesson profiles: the course's GPT with 2 blocks, about 2.1 million
+# parameters and 512 tokens a step: about a third of a second on one CPU core.
+PROFILE_CONFIG = GPT2Config(
+    vocab_size=2048, seq_len=128, hidden=256, heads=4, layers=2, attention="eager"
+)
+PROFILE_BATCH = 4
+# One thread: on a shared build machine a second thread makes elementwise ops wait on
+# each other, and the table would show the waiting instead of the work.
+PROFILE_THREADS = 1
+TRACE_DROPPED_EVENTS = ("[memory]",)  # one instant per allocation: most of a trace's size
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpStat:
+    """One row of ``key_averages()``: an operator, or a label the code put in the step.
+
+    Times are seconds summed over the active steps; ``calls`` counts them all. Memory is
+    bytes allocated minus bytes freed on the profiled device (CPU RAM on a CPU profile, GPU
+    memory on CUDA) while the row ran: *self* in its own code, *total* with what it called.
+    """
+
+    name: str
+    kind: str  # "op", or "label" for record_function regions and ProfilerStep rows
+    calls: int
+    self_cpu_s: float
+    total_cpu_s: float
+    self_device_s: float
+    total_device_s: float
+    self_memory_bytes: int
+    total_memory_bytes: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepProfile:
+    """What the profiler saw over the ``active`` steps of a schedule, with the step times.
+
+    ``ops`` holds every row, sorted by :meth:`self_s` (largest first). ``step_samples_s``
+    are wall-clock seconds of each active step with the profiler on. ``trace_gz`` is the
+    gzip-compressed Chrome trace when one was asked for.
+    """
+
+    device: str
+    threads: int
+    wait: int
+    warmup: int
+    active: int
+    memory: bool
+    ops: tuple[OpStat, ...]
+    step_samples_s: tuple[float, ...]
+    trace_gz: bytes | None = field(default=None, repr=False)
+
+    @property
+    def basis(self) -> str:
+        """Which time the shares are of: the GPU's kernel time on CUDA, else CPU time."""
+        return "self CUDA time" if self.device == "cuda" else "self CPU time"
+
+    def self_s(self, row: OpStat) -> float:
+        """A row's own time on the profile's basis (kernel time on CUDA, CPU time elsewhere)."""
+        return row.self_device_s if self.device == "cuda" else row.self_cpu_s
+
+    def total_s(self, row: OpStat) -> float:
+        """A row's time with what it called, on the profile's basis."""
+        return row.total_device_s if self.device == "cuda" else row.total_cpu_s
+
+    @property
+    def self_sum_s(self) -> float:
+        """Self time of every row added up: what the shares are shares of (as torch's table)."""
+        return sum(self.self_s(r) for r in self.ops)
+
+    def share(self, row: OpStat) -> float:
+        """A row's self time over :attr:`self_sum_s` (0 to 1)."""
+        total = self.self_sum_s
+        return self.self_s(row) / total if total > 0 else 0.0
+
+    def op(self, name: str) -> OpStat:
+        """The row called ``name``; ``ValueError`` listing the rows when there is none."""
+        for row in self.ops:
+            if row.name == name:
+                return row
+        listed = ", ".join(r.name for r in self.ops[:12])
+        raise ValueError(f"no row {name!r} in the profile (largest rows: {listed})")
+
+    def has(self, name: str) -> bool:
+        """Whether a row called ``name`` exists."""
+        return any(r.name == name for r in self.ops)
+
+    @property
+    def op_rows(self) -> tuple[OpStat, ...]:
+        """The operator rows (labels left out), largest self time first."""
+        return tuple(r for r in self.ops if r.kind == "op")
+
+    @property
+    def top(self) -> OpStat:
+        """The operator with the largest self time."""
+        rows = self.op_rows
+        if not rows:
+            raise ValueError("the profile recorded no operator: did the callable run any op?")
+        return rows[0]
+
+    def family_share(self, names: Sequence[str]) -> float:
+        """The shares of the rows called ``names`` added up (absent rows count 0)."""
+        return sum(self.share(r) for r in self.ops if r.name in names)
+
+    def top_outside(self, names: Sequence[str]) -> OpStat:
+        """The operator with the largest self time whose name is not in ``names``."""
+        for row in self.op_rows:
+            if row.name not in names:
+                return row
+        raise ValueError(f"every operator in the profile is one of {', '.join(names)}")
+
+    def regions(self, names: Sequence[str] = REGIONS) -> tuple[OpStat, ...]:
+        """The labelled regions present in the profile, in the order of ``names``."""
+        return tuple(self.op(n) for n in names if self.has(n))
+
+    def region_share(self, row: OpStat, names: Sequence[str] = REGIONS) -> float:
+        """A region's total time over the regions' total times added up (0 to 1)."""
+        whole = sum(self.total_s(r) for r in self.regions(names))
+        return self.total_s(row) / whole if whole > 0 else 0.0
+
+    def calls_per_step(self, row: OpStat) -> float:
+        """How many times the row ran in one active step."""
+        return row.calls / self.active
+
+    def memory_per_step_bytes(self, row: OpStat, *, self_only: bool = False) -> float:
+        """Bytes the row allocated minus freed in one active step (self, or with callees)."""
+        n = row.self_memory_bytes if self_only else row.total_memory_bytes
+        return n / self.active
+
+    def by_memory(self) -> tuple[OpStat, ...]:
+        """The operator rows, largest self memory first."""
+        rows = sorted(self.op_rows, key=lambda r: (r.self_memory_bytes, r.name), reverse=True)
+        return tuple(rows)
+
+    def allocated_bytes(self) -> float:
+        """Self memory of the rows that allocated more than they freed, per step."""
+        return sum(max(0, r.self_memory_bytes) for r in self.ops) / self.active
+
+    def net_memory_bytes(self) -> float:
+        """Self memory of every row added up, per step: 0 when the step frees all it allocates."""
+        return sum(r.self_memory_bytes for r in self.ops) / self.active
+
+    @property
+    def step_s(self) -> float:
+        """Median wall-clock seconds of an active step (profiler on)."""
+        ordered = sorted(self.step_samples_s)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+    @property
+    def busy_share(self) -> float:
+        """Self time of the operators over the active steps' wall time.
+
+        On CUDA: the share of the step the GPU spent running kernels. On a CPU: the share
+        spent inside operators rather than in Python between them.
+        """
+        wall = sum(self.step_samples_s)
+        return sum(self.self_s(r) for r in self.op_rows) / wall if wall > 0 else 0.0
+
+    @property
+    def trace_size_bytes(self) -> int:
+        """Size of the compressed trace (0 without one)."""
+        return len(self.trace_gz or b"")
+
+    def trace_json(self) -> dict[str, Any]:
+        """The Chrome trace as JSON data; ``ValueError`` when none was recorded."""
+        if self.trace_gz is None:
+            raise ValueError("no trace in this profile: profile again with trace=True")
+        return json.loads(gzip.decompress(self.trace_gz))
+
+
+def _check_counts(wait: int, warmup: int, active: int) -> None:
+    for name, value, least in (("wait", wait, 0), ("warmup", warmup, 0), ("active", active, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(
+                f"{name}={value!r} must be a whole number >= {least}: the schedule runs "
+                "wait + warmup + active calls and records the active ones"
+            )
+
+
+def check_device(device: str) -> str:
+    """A device name the profiler can run on here; ``ValueError`` with the fix otherwise.
+
+    >>> check_device("cpu")
+    'cpu'
+    >>> check_device("tpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: device 'tpu' is not one of cpu, cuda, mps: pick one of them
+    """
+    if device not in DEVICES:
+        raise ValueError(f"device {device!r} is not one of {', '.join(DEVICES)}: pick one of them")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' asked for, but torch sees no CUDA GPU: use cpu")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device 'mps' asked for, but this machine has no Apple GPU: use cpu")
+    return device
+
+
+@contextlib.contextmanager
+def _threads(threads: int | None) -> Iterator[int]:
+    before = torch.get_num_threads()
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads={threads!r} must be a whole number >= 1")
+        torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def _kind(name: str, labels: Sequence[str]) -> str:
+    return "label" if name in labels or name.startswith(STEP_PREFIX) else "op"
+
+
+def _row(event: Any, labels: Sequence[str], device: str) -> OpStat:
+    on_cuda = device == "cuda"
+    return OpStat(
+        name=str(event.key),
+        kind=_kind(str(event.key), labels),
+        calls=int(event.count),
+        self_cpu_s=float(event.self_cpu_time_total) / 1e6,
+        total_cpu_s=float(event.cpu_time_total) / 1e6,
+        self_device_s=float(event.self_device_time_total) / 1e6 if on_cuda else 0.0,
+        total_device_s=float(event.device_time_total) / 1e6 if on_cuda else 0.0,
+        self_memory_bytes=int(
+            event.self_device_memory_usage if on_cuda else event.self_cpu_memory_usage
+        ),
+        total_memory_bytes=int(event.device_memory_usage if on_cuda else event.cpu_memory_usage),
+    )
+
+
+def compact_trace(raw: bytes, dropped: Sequence[str] = TRACE_DROPPED_EVENTS) -> bytes:
+    """A Chrome trace without the events named ``dropped``, minified and gzip-compressed.
+
+    ``mtime=0`` keeps the compressed bytes the same for the same trace.
+
+    >>> raw = json.dumps({"traceEvents": [{"name": "[memory]"}, {"name": "aten::mm"}]})
+    >>> json.loads(gzip.decompress(compact_trace(raw.encode())))["traceEvents"]
+    [{'name': 'aten::mm'}]
+    """
+    data = json.loads(raw)
+    data["traceEvents"] = [e for e in data.get("traceEvents", []) if e.get("name") not in dropped]
+    return gzip.compress(json.dumps(data, separators=(",", ":")).encode(), mtime=0)
+
+
+def _export_trace(prof: profile) -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "trace.json")
+        prof.export_chrome_trace(str(path))
+        return compact_trace(path.read_bytes())
+
+
+def profile_callable(
+    fn: Callable[[], Any],
+    *,
+    device: str = "cpu",
+    wait: int = 1,
+    warmup: int = 1,
+    active: int = 1,
+    memory: bool = False,
+    labels: Sequence[str] = (),
+    trace: bool = False,
+    threads: int | None = None,
+) -> StepProfile:
+    """Call ``fn`` ``wait + warmup + active`` times under the profiler; keep the active calls.
+
+    ``device`` is where ``fn`` runs (``cuda`` adds the CUDA activity, so rows get kernel
+    times); ``memory`` turns on ``profile_memory``; ``labels`` are the ``record_function``
+    names ``fn`` uses (their rows are kind ``label``); ``trace`` keeps the Chrome trace.
+    With ``wait = warmup = 0`` there is no schedule: the first call is the one profiled.
+    """
+    _check_counts(wait, warmup, active)
+    check_device(device)
+    activities = [ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    plan = schedule(wait=wait, warmup=warmup, active=active, repeat=1) if wait or warmup else None
+    samples: list[float] = []
+    with _threads(threads) as used:
+        with profile(activities=activities, schedule=plan, profile_memory=memory) as prof:
+            for index in range(wait + warmup + active):
+                barrier(device)
+                start = time.perf_counter()
+                fn()
+                barrier(device)
+                if index >= wait + warmup:
+                    samples.append(time.perf_counter() - start)
+                prof.step()
+        rows = [_row(e, labels, device) for e in prof.key_averages()]
+        packed = _export_trace(prof) if trace else None
+    on_cuda = device == "cuda"
+    rows.sort(key=lambda r: (r.self_device_s if on_cuda else r.self_cpu_s, r.name), reverse=True)
+    return StepProfile(
+        device=device,
+        threads=used,
+        wait=wait,
+        warmup=warmup,
+        active=active,
+        memory=memory,
+        ops=tuple(rows),
+        step_samples_s=tuple(samples),
+        trace_gz=packed,
+    )
+
+
+def labelled_step(
+    config: GPT2Config = PROFILE_CONFIG,
+    batch: int = PROFILE_BATCH,
+    device: str = "cpu",
+    seed: int = 0,
+) -> tuple[Callable[[], None], int]:
+    """The course's GPT training step with its four regions labelled; and its parameter count.
+
+    Each call runs ``forward`` (the loss), ``backward``, ``optimizer.step`` (AdamW) and
+    ``zero_grad`` (gradients set to None), each inside ``record_function(name)``.
+
+    >>> step, n = labelled_step(GPT2Config(vocab_size=64, seq_len=8, hidden=16, heads=2,
+    ...                                    layers=1), batch=2)
+    >>> step(); n
+    4464
+    """
+    check_device(device)
+    torch.manual_seed(seed)
+    model = GPT2(config).to(device)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, config.vocab_size, (batch, config.seq_len), device=device)
+    targets = torch.randint(0, config.vocab_size, (batch, config.seq_len), device=device)
+
+    def step() -> None:
+        with record_function("forward"):
+            loss = model(idx, targets)
+        with record_function("backward"):
+            loss.backward()
+        with record_function("optimizer.step"):
+            optimizer.step()
+        with record_function("zero_grad"):
+            optimizer.zero_grad(set_to_none=True)
+
+    return step, model.num_parameters()
+
+
+@dataclass(frozen=True, kw_only=True)
+class GptStepProfile:
+    """A profile of the course's GPT step, with the model's shape and parameter count."""
+
+    config: GPT2Config
+    batch: int
+    parameters: int
+    profile: StepProfile
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in one step: batch x sequence length."""
+        return self.batch * self.config.seq_len
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the fp32 weights: 4 per parameter."""
+        return 4 * self.parameters
+
+    @property
+    def adam_state_bytes(self) -> int:
+        """Bytes of AdamW's two fp32 moments: 8 per parameter."""
+        return 8 * self.parameters
+
+    def calls_per_step(self, name: str) -> float:
+        """How many times the row ``name`` ran in one active step."""
+        return self.profile.calls_per_step(self.profile.op(name))
+
+    def region_memory_bytes(self, name: str) -> float:
+        """Bytes a labelled region allocated minus freed, per active step."""
+        return self.profile.memory_per_step_bytes(self.profile.op(name))
+
+
+def profile_gpt_step(
+    config: GPT2Config = PROFILE_CONFIG,
+    batch: int = PROFILE_BATCH,
+    *,
+    device: str = "cpu",
+    wait: int = 1,
+    warmup: int = 1,
+    active: int = 1,
+    memory: bool = True,
+    trace: bool = False,
+    threads: int | None = PROFILE_THREADS,
+) -> GptStepProfile:
+    """Profile :func:`labelled_step` with ``schedule(wait, warmup, active)``.
+
+    ``wait = warmup = 0`` profiles the very first step, before AdamW has its state.
+    ``threads`` applies to a CPU profile, model building included (None keeps torch's
+    setting); torch's setting is restored afterwards.
+    """
+    with _threads(threads if device == "cpu" else None) as used:
+        step, parameters = labelled_step(config, batch, device)
+        result = profile_callable(
+            step,
+            device=device,
+            wait=wait,
+            warmup=warmup,
+            active=active,
+            memory=memory,
+            labels=REGIONS,
+            trace=trace,
+            threads=used,
+        )
+    return GptStepProfile(config=config, batch=batch, parameters=parameters, profile=result)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstAndSteady:
+    """One model's very first training step, and a steady step after it, each profiled."""
+
+    first: GptStepProfile
+    steady: GptStepProfile
+
+
+def profile_first_and_steady(
+    config: GPT2Config = PROFILE_CONFIG,
+    batch: int = PROFILE_BATCH,
+    *,
+    device: str = "cpu",
+    memory: bool = True,
+    threads: int | None = PROFILE_THREADS,
+) -> FirstAndSteady:
+    """Profile a new model's first step (no schedule), then a step after one warm-up step.
+
+    The first step is what a profiler started around "the training loop" records first: it
+    includes one-off work (AdamW creates its state on its first call). The second profile
+    uses ``schedule(wait=0, warmup=1, active=1)`` on the same model.
+    """
+    with _threads(threads if device == "cpu" else None) as used:
+        step, parameters = labelled_step(config, batch, device)
+        kwargs: dict[str, Any] = {
+            "device": device,
+            "memory": memory,
+            "labels": REGIONS,
+            "threads": used,
+        }
+        first = profile_callable(step, wait=0, warmup=0, active=1, **kwargs)
+        steady = profile_callable(step, wait=0, warmup=1, active=1, **kwargs)
+    return FirstAndSteady(
+        first=GptStepProfile(config=config, batch=batch, parameters=parameters, profile=first),
+        steady=GptStepProfile(config=config, batch=batch, parameters=parameters, profile=steady),
+    )
+
+
+# --- the CUDA memory snapshot ------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotSummary:
+    """What a CUDA memory snapshot of training steps recorded, read back from its events.
+
+    ``peak_bytes`` replays the recorded ``alloc`` and ``free_completed`` events from
+    ``baseline_bytes`` (what was allocated before recording began);
+    ``max_allocated_bytes`` is ``torch.cuda.max_memory_allocated()`` in the last (steady)
+    step, which every step after the first reaches, so the replay should reach it too.
+    ``phase_peaks_bytes`` is the counter's peak within each region of the last step.
+    ``pickle_bytes`` is the size of the snapshot file.
+    """
+
+    events: int
+    alloc_events: int
+    baseline_bytes: int
+    peak_bytes: int
+    max_allocated_bytes: int
+    phase_peaks_bytes: Mapping[str, int]
+    pickle_bytes: int
+
+
+def replay_peak(events: Sequence[Mapping[str, Any]], baseline_bytes: int = 0) -> int:
+    """The most memory live at once in a snapshot's trace: + each alloc, - each completed free.
+
+    >>> replay_peak([{"action": "alloc", "size": 512}, {"action": "alloc", "size": 1024},
+    ...              {"action": "free_requested", "size": 512},
+    ...              {"action": "free_completed", "size": 512},
+    ...              {"action": "alloc", "size": 256}], baseline_bytes=100)
+    1636
+    """
+    live = peak = baseline_bytes
+    for event in events:
+        if event.get("action") == "alloc":
+            live += int(event["size"])
+        elif event.get("action") == "free_completed":
+            live -= int(event["size"])
+        peak = max(peak, live)
+    return peak
+
+
+def snapshot_gpt_step(
+    config: GPT2Config = PROFILE_CONFIG,
+    batch: int = PROFILE_BATCH,
+    steps: int = 3,
+    path: str | Path | None = None,
+) -> SnapshotSummary:
+    """Record a CUDA memory snapshot over ``steps`` training steps (CUDA only).
+
+    Recording starts before the model is built, so weights, gradients, AdamW's state and
+    activations all appear. The last step's regions each get a peak from
+    ``max_memory_allocated`` (reset at the region's start). ``path``, when given, receives
+    the pickle for https://pytorch.org/memory_viz.
+    """
+    if steps < 2:
+        raise ValueError(f"steps={steps!r}: record at least 2 so the last one is a steady step")
+    check_device("cuda")
+    torch.cuda.synchronize()
+    baseline = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    torch.cuda.memory._record_memory_history(max_entries=100_000)
+    phase_peaks: dict[str, int] = {}
+    try:
+        torch.manual_seed(0)
+        model = GPT2(config).to("cuda")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        idx = torch.randint(0, config.vocab_size, (batch, config.seq_len), device="cuda")
+        targets = torch.randint(0, config.vocab_size, (batch, config.seq_len), device="cuda")
+        for index in range(steps):
+            last = index == steps - 1
+            for region in REGIONS:
+                if last:
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                if region == "forward":
+                    loss = model(idx, targets)
+                elif region == "backward":
+                    loss.backward()
+                elif region == "optimizer.step":
+                    optimizer.step()
+                else:
+                    optimizer.zero_grad(set_to_none=True)
+                if last:
+                    torch.cuda.synchronize()
+                    phase_peaks[region] = int(torch.cuda.max_memory_allocated())
+        snapshot = torch.cuda.memory._snapshot()
+        with tempfile.TemporaryDirectory() as folder:
+            target = Path(path) if path is not None else Path(folder, "snapshot.pickle")
+            torch.cuda.memory._dump_snapshot(str(target))
+            size = target.stat().st_size
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    events = [e for trace in snapshot.get("device_traces", []) for e in trace]
+    overall = max(phase_peaks.values())
+    return SnapshotSummary(
+        events=len(events),
+        alloc_events=sum(1 for e in events if e.get("action") == "alloc"),
+        baseline_bytes=int(baseline),
+        peak_bytes=replay_peak(events, int(baseline)),
+        max_allocated_bytes=overall,
+        phase_peaks_bytes=phase_peaks,
+        pickle_bytes=size,
+    )
+
+
+def percent(fraction: float) -> float:
+    """A fraction as a percentage, rounded to a tenth (for facts a page prints).
+
+    >>> percent(0.48721)
+    48.7
+    """
+    if not math.isfinite(fraction):
+        raise ValueError(f"fraction {fraction!r} is not a number")
+    return round(100 * fraction, 1)
