@@ -49,6 +49,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_compute",
     "gpulesson.results.entries_precision",
     "gpulesson.results.entries_profiling",
+    "gpulesson.results.entries_feeding",
 )
 
 # Share of free device memory (or available RAM) one entry's buffers may take.

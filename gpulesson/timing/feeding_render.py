@@ -1,0 +1,292 @@
+"""Rendering for the lesson "Feeding the GPU": loader runs, fusion, shapes, syncs, copy calls.
+
+The compute modules (:mod:`gpulesson.timing.loader`, :mod:`~gpulesson.timing.fusion`,
+:mod:`~gpulesson.timing.alignment`, :mod:`~gpulesson.timing.syncs`) return the result
+objects rendered here; these functions format their fields and properties as Markdown
+tables and compute no figure of their own. One unit per column, named in the header.
+:func:`gain_claim` picks the sentence a checked claim makes about an alignment gain and
+the rule that checks it, so the words always match the measured number. Used by the
+lesson ``feeding.md``.
+
+>>> from gpulesson.timing.syncs import SyncCheck
+>>> print(syncs_markdown((SyncCheck(name="loss.item()", hidden_sync=True, warnings=1),)))
+| line in the loop | PyTorch's tuning guide | warned on this build |
+|---|---|---|
+| `loss.item()` | a synchronization | yes (1 warning) |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gpulesson.timing.alignment import ShapeComparison
+from gpulesson.timing.fusion import FusionResult
+from gpulesson.timing.loader import LoaderComparison, LoaderRun
+from gpulesson.timing.results import LaunchOverhead, Spread
+from gpulesson.timing.syncs import CopyCall, Probe, SyncCheck
+
+if TYPE_CHECKING:
+    from gpulesson.results.bundle import Measurement
+
+# An alignment gain within this factor of 1 reads as "no clear effect" (timer noise on a
+# shared machine is of this order); beyond it, as faster or slower.
+CLEAR_GAIN = 1.10
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g}"
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.3g}"
+
+
+def _spread_warnings(named: Sequence[tuple[str, Spread]]) -> list[str]:
+    found = [f"    - {label}: {r.spread_warning}." for label, r in named if r.spread_warning]
+    return ["", '!!! warning "Spread warning"', *found] if found else []
+
+
+def _first_later(run: LoaderRun) -> str:
+    later = run.later_first_batch_s
+    return "–" if later is None else _ms(later)
+
+
+def loader_markdown(c: LoaderComparison) -> str:
+    """The loader runs as a table, after a line on the work per item and the step.
+
+    >>> from gpulesson.timing.loader import ItemTiming
+    >>> run = LoaderRun(num_workers=0, prefetch_factor=None, persistent_workers=False,
+    ...                 batch_size=8, batches_per_epoch=4, epochs=2, step_s=0.004,
+    ...                 samples_s=(0.01, 0.01), gaps_s=(0.01,) * 6, first_batch_s=(0.02, 0.01),
+    ...                 start_method=None)
+    >>> c = LoaderComparison(item=ItemTiming(samples_s=(0.001,)), runs=(run,), items=32,
+    ...                      words_per_item=100, cpus=2, step_share=0.5)
+    >>> print(loader_markdown(c).splitlines()[-1])
+    | 0 workers (main process loads) | 100 | 60% | 20 | 10 | 1.00 |
+    """
+    first = c.runs[0]
+    lines = [
+        f"Each item: {c.words_per_item} words generated and tokenized in pure Python, "
+        f"{_ms(c.item.median_s)} ms (median of {c.item.repeats}); one batch of "
+        f"{first.batch_size} items, {_ms(c.batch_load_s)} ms in the main process. The "
+        f"stand-in step sleeps {_ms(first.step_s)} ms per batch ({c.step_share:g} times that "
+        f"load). {first.epochs} epochs of "
+        f"{first.batches_per_epoch} batches per setting, on {c.cpus} CPU cores.",
+        "",
+        "| setting | batches/s | step idle (share of each batch) | first batch, epoch 1 (ms) | "
+        "first batch, later epochs (ms) | speedup over 0 workers (x) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in c.runs:
+        lines.append(
+            f"| {run.setting.label} | {run.batches_per_s:.3g} | {run.step_idle_share:.0%} | "
+            f"{_ms(run.first_batch_s[0])} | {_first_later(run)} | {c.speedup(run):.2f} |"
+        )
+    lines += _spread_warnings([(r.setting.label, r) for r in c.runs])
+    return "\n".join(lines)
+
+
+def fusion_markdown(f: FusionResult, launch: LaunchOverhead | None = None) -> str:
+    """Eager against compiled per call, the compile, and (given) one tiny op's cost.
+
+    >>> from gpulesson.timing.fusion import CallTiming
+    >>> e = CallTiming(mode="eager", samples_s=(1e-4,), calls_per_sample=10)
+    >>> k = CallTiming(mode="compiled", samples_s=(2e-5,), calls_per_sample=10)
+    >>> r = FusionResult(device="cpu", n_elements=1024, ops_per_call=30, threads=1,
+    ...                  eager=e, compiled=k, compile_s=2.0, max_abs_diff=0.0)
+    >>> print(fusion_markdown(r).splitlines()[2])
+    | eager: 30 PyTorch calls | 100 | 3.33 | 0 | 1 |
+    """
+    lines = [
+        f"| the chain on {f.n_elements:,} fp32 elements, {f.device}, {f.threads} thread"
+        f"{'s' if f.threads > 1 else ''} | median per call (µs) | per op (µs) | IQR (µs) | "
+        "samples |",
+        "|---|---:|---:|---:|---:|",
+        f"| eager: {f.ops_per_call} PyTorch calls | {_us(f.eager.median_s)} | "
+        f"{_us(f.eager_per_op_s)} | {_us(f.eager.iqr_s)} | {f.eager.repeats} |",
+        f"| compiled: one fused kernel | {_us(f.compiled.median_s)} | – | "
+        f"{_us(f.compiled.iqr_s)} | {f.compiled.repeats} |",
+    ]
+    if launch is not None:
+        lines.append(
+            f"| one tiny op (`torch.add` of one element), eager | {_us(launch.median_s)} | "
+            f"{_us(launch.median_s)} | {_us(launch.eager.iqr_s)} | {launch.eager.repeats} |"
+        )
+        if launch.graph is not None:
+            lines.append(
+                f"| the tiny op replayed from a CUDA graph | {_us(launch.graph.median_s)} | "
+                f"{_us(launch.graph.median_s)} | {_us(launch.graph.iqr_s)} | "
+                f"{launch.graph.repeats} |"
+            )
+    breakeven = (
+        "never (it saved nothing)"
+        if f.breakeven_calls is None
+        else (f"{f.breakeven_calls:,.0f} calls")
+    )
+    lines += [
+        "",
+        f"The first compiled call took {f.compile_s:.2f} s: tracing, generating the fused "
+        f"kernel and compiling it. At {_us(f.saved_per_call_s)} µs saved per call it pays "
+        f"for itself after {breakeven}. Compiled and eager outputs differ by at most "
+        f"{f.max_abs_diff:.1e}.",
+    ]
+    named: list[tuple[str, Spread]] = [("eager", f.eager), ("compiled", f.compiled)]
+    if launch is not None:
+        named.append(("tiny op", launch.eager))
+    lines += _spread_warnings(named)
+    return "\n".join(lines)
+
+
+def shapes_markdown(c: ShapeComparison) -> str:
+    """One row per GEMM shape: time per call, rate, and share of the aligned shape's rate.
+
+    >>> from gpulesson.timing.alignment import GemmShape, ShapeTiming
+    >>> a = ShapeTiming(shape=GemmShape(label="n=4", m=4, k=4, n=4, aligned=True),
+    ...                 samples_s=(1e-6,))
+    >>> c = ShapeComparison(device="cpu", dtype="fp32", calls_per_sample=1, timings=(a,))
+    >>> print(shapes_markdown(c).splitlines()[2])
+    | n=4 (aligned) | 4 x 4 x 4 | 0.001 | 0.128 | 100% |
+    """
+    rate_unit, scale = ("TFLOP/s", 1e12) if c.device == "cuda" else ("GFLOP/s", 1e9)
+    lines = [
+        f"| shape ({c.dtype}, {c.device}) | m x k x n | median per call (ms) | {rate_unit} | "
+        "share of the aligned rate |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for t in c.timings:
+        s = t.shape
+        label = f"{s.label} (aligned)" if s.aligned else s.label
+        lines.append(
+            f"| {label} | {s.m:,} x {s.k:,} x {s.n:,} | {_ms(t.median_s)} | "
+            f"{t.flop_per_s / scale:.3g} | {c.relative(t):.0%} |"
+        )
+    lines += _spread_warnings([(t.shape.label, t) for t in c.timings])
+    return "\n".join(lines)
+
+
+def gain_claim(fact: str, gain: float, what: str) -> tuple[str, str]:
+    """The sentence and rule of a checked claim about an alignment gain, chosen by its size.
+
+    ``fact`` names the published gain (aligned FLOP/s over the best unaligned); ``what``
+    says which comparison it is. Beyond ``CLEAR_GAIN`` either way the sentence says which
+    shape won; within it, that this device shows no clear effect.
+
+    >>> gain_claim("f.g", 1.3, "n=512 against 511 and 513")[1]
+    'f.g >= 1.1'
+    >>> gain_claim("f.g", 1.02, "x")[1]
+    'f.g > 1 / 1.1 and f.g < 1.1'
+    """
+    if gain >= CLEAR_GAIN:
+        return (
+            f"For {what} the aligned shape ran {{{fact}:.2f}} times the FLOP/s of the best "
+            "unaligned one: alignment paid on this device.",
+            f"{fact} >= {CLEAR_GAIN}",
+        )
+    if gain <= 1 / CLEAR_GAIN:
+        return (
+            f"For {what} the aligned shape ran at only {{{fact}:.2f}} times the FLOP/s of the "
+            "best unaligned one: on this device the library's blocking, not the alignment, "
+            "decided the speed.",
+            f"{fact} <= 1 / {CLEAR_GAIN}",
+        )
+    return (
+        f"For {what} the aligned shape ran {{{fact}:.2f}} times the FLOP/s of the best "
+        f"unaligned one, within {CLEAR_GAIN - 1:.0%} either way: no clear effect on this device.",
+        f"{fact} > 1 / {CLEAR_GAIN} and {fact} < {CLEAR_GAIN}",
+    )
+
+
+def syncs_markdown(checks: Sequence[SyncCheck]) -> str:
+    """Each probe, what the tuning guide says of it, and whether the debug mode warned."""
+    lines = [
+        "| line in the loop | PyTorch's tuning guide | warned on this build |",
+        "|---|---|---|",
+    ]
+    for c in checks:
+        said = "a synchronization" if c.hidden_sync else "stays on the device"
+        warned = f"yes ({c.warnings} warning{'s' if c.warnings > 1 else ''})" if c.warned else "no"
+        lines.append(f"| `{c.name}` | {said} | {warned} |")
+    return "\n".join(lines)
+
+
+def copy_call_markdown(r: CopyCall) -> str:
+    """How long one host-to-device copy call held the host, pageable against pinned.
+
+    >>> from gpulesson.timing.syncs import HostHold
+    >>> r = CopyCall(n_bytes=2**26, pageable=HostHold(kind="pageable", samples_s=(5e-3,)),
+    ...              pinned=HostHold(kind="pinned, non_blocking", samples_s=(1e-5,)),
+    ...              copy=HostHold(kind="copy (pinned, with barriers)", samples_s=(2e-3,)))
+    >>> print(copy_call_markdown(r).splitlines()[2])
+    | `dst.copy_(pageable)` | 5,000 | 1 |
+    """
+    mib = r.n_bytes / 2**20
+    lines = [
+        f"| one copy of {mib:,.0f} MiB to the GPU | host held in the call (µs) | samples |",
+        "|---|---:|---:|",
+        f"| `dst.copy_(pageable)` | {r.pageable.median_s * 1e6:,.0f} | {r.pageable.repeats} |",
+        f"| `dst.copy_(pinned, non_blocking=True)` | {r.pinned.median_s * 1e6:,.1f} | "
+        f"{r.pinned.repeats} |",
+        f"| the copy itself, timed with barriers | {r.copy.median_s * 1e6:,.0f} | "
+        f"{r.copy.repeats} |",
+    ]
+    lines += _spread_warnings([("copy", r.copy)])
+    return "\n".join(lines)
+
+
+def rows_markdown(rows: Sequence[Measurement]) -> str:
+    """GPU rows (from this build's GPU or a bundle): label, median, spread, samples.
+
+    >>> from gpulesson.results.measurements import single
+    >>> print(rows_markdown([single(2e-5, name="a.b", entry="a", unit="s", label="call")]))
+    | measurement | median | unit | samples |
+    |---|---:|---|---:|
+    | call | 20.0 | µs | 1 |
+    """
+    from gpulesson.results.render import display_unit, format_number
+
+    lines = ["| measurement | median | unit | samples |", "|---|---:|---|---:|"]
+    for m in rows:
+        unit, size = display_unit(m.unit, [m.value])
+        lines.append(
+            f"| {m.label or m.name} | {format_number(m.value / size)} | {unit} | {len(m.samples)} |"
+        )
+    return "\n".join(lines)
+
+
+def gpu_needed(names: Sequence[str], has_bundle: bool) -> str:
+    """What a CPU build says where GPU rows would be: which rows, and how to get them.
+
+    >>> print(gpu_needed(["h2d.pinned"], has_bundle=False))  # doctest: +ELLIPSIS
+    !!! note "These rows need a CUDA GPU"
+        This build has no CUDA GPU, and no reference result bundle exists yet...
+    """
+    why = (
+        "the newest reference result bundle does not have them (it predates these entries)"
+        if has_bundle
+        else "no reference result bundle exists yet"
+    )
+    listed = ", ".join(f"`{n}`" for n in names)
+    return (
+        '!!! note "These rows need a CUDA GPU"\n'
+        f"    This build has no CUDA GPU, and {why}. `gpulesson measure` on a CUDA machine "
+        f"makes them: {listed}."
+    )
+
+
+def sync_needed(probes: Sequence[Probe]) -> str:
+    """What a CPU build says where the sync debug mode's report would be: the lines it runs.
+
+    >>> from gpulesson.timing.syncs import PROBES
+    >>> print(sync_needed(PROBES).splitlines()[0])
+    !!! note "This table needs a CUDA GPU"
+    """
+    hidden = ", ".join(f"`{p.name}`" for p in probes if p.hidden_sync)
+    free = ", ".join(f"`{p.name}`" for p in probes if not p.hidden_sync)
+    return (
+        '!!! note "This table needs a CUDA GPU"\n'
+        "    `torch.cuda.set_sync_debug_mode` works only on CUDA, and this build has no CUDA "
+        f"GPU, so no line ran. On a CUDA build the table lists the hidden synchronizations "
+        f"({hidden}) and the device-side replacements ({free}), each with what the debug "
+        "mode reported."
+    )

@@ -1,0 +1,204 @@
+"""Many small ops or one fused op: a pointwise chain timed eager and under ``torch.compile``.
+
+In eager mode every PyTorch op is one call: Python, the dispatcher, an output
+allocation and (on a GPU) a kernel launch, whatever the size of the work. On a small
+tensor that fixed cost is the whole time: the program is **overhead-bound**.
+``torch.compile`` traces the function and its inductor backend fuses the chain into one
+generated kernel (C++ on a CPU, Triton on a GPU), so one call pays one overhead.
+
+:func:`measure_fusion` shows both and what the fusion costs up front:
+
+1. forget earlier compilations (``torch.compiler.reset()``), so the first call compiles,
+   and import the compiler first, so its one-time import (seconds, once per process) is
+   not counted as this function's compile;
+2. compile :func:`pointwise_chain` and time its first call (the one-off compile, with a
+   barrier on both sides), then check its output against eager's;
+3. time eager and compiled calls the course's way
+   (:func:`gpulesson.timing.bench.time_samples`: warm-up, barriers, many samples) at
+   ``threads`` threads (default 1: the tensors are small, and one thread keeps
+   OpenMP's thread wake-ups out of a comparison of per-call costs).
+
+``COMPILE_OPTIONS`` keeps the compile cheap and self-contained: one compile thread (no
+pool of worker processes, each importing torch) and inductor's one-time check of the
+CPU's vector instructions skipped (``cpp.vec_isa_ok``): that check compiles a test
+program once per machine and caches the answer, so it is not part of what each new
+function costs. Trade-off: the compile time is this machine's, for this function; a
+warm inductor cache (a second run) makes it shorter, a large model much longer.
+
+Used by the lesson ``feeding.md`` and the suite entry ``fusion``
+(``gpulesson/results/entries_feeding.py``); rendered by
+:mod:`gpulesson.timing.feeding_render`.
+
+>>> pointwise_chain(torch.zeros(2)).shape, OPS_PER_CALL
+(torch.Size([2]), 30)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from gpulesson.timing.bench import barrier, resolve_threads, time_samples
+from gpulesson.timing.inputs import DEVICES
+from gpulesson.timing.results import Spread
+
+CHAIN_ROUNDS = 10
+OPS_PER_ROUND = 3  # sin, multiply, add
+OPS_PER_CALL = CHAIN_ROUNDS * OPS_PER_ROUND
+COMPILE_OPTIONS = {"compile_threads": 1, "cpp.vec_isa_ok": True}
+COMPILE_DEVICES = ("cpu", "cuda")  # inductor's mature backends; MPS support is newer
+CHAIN_TOLERANCE = 1e-4  # largest |compiled - eager| accepted (fp32, values of order 1)
+
+
+def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
+    """Thirty small elementwise ops in a row: ten rounds of sin, multiply, add.
+
+    >>> pointwise_chain(torch.zeros(1)).item() > 0
+    True
+    """
+    for _ in range(CHAIN_ROUNDS):
+        x = torch.sin(x) * 1.01 + 0.1
+    return x
+
+
+@dataclass(frozen=True)
+class CallTiming(Spread):
+    """Seconds per call of the chain in one mode (``eager`` or ``compiled``)."""
+
+    mode: str
+    samples_s: tuple[float, ...]
+    calls_per_sample: int
+
+
+@dataclass(frozen=True)
+class FusionResult:
+    """The chain eager and compiled on one device, and the one-off compile.
+
+    >>> e = CallTiming(mode="eager", samples_s=(100e-6,), calls_per_sample=100)
+    >>> c = CallTiming(mode="compiled", samples_s=(20e-6,), calls_per_sample=100)
+    >>> r = FusionResult(device="cpu", n_elements=1024, ops_per_call=30, threads=1,
+    ...                  eager=e, compiled=c, compile_s=2.0, max_abs_diff=0.0)
+    >>> round(r.speedup, 1), round(r.eager_per_op_s * 1e6, 2), round(r.breakeven_calls)
+    (5.0, 3.33, 25000)
+    """
+
+    device: str
+    n_elements: int
+    ops_per_call: int
+    threads: int
+    eager: CallTiming
+    compiled: CallTiming
+    compile_s: float
+    max_abs_diff: float
+
+    @property
+    def speedup(self) -> float:
+        """Eager median over compiled median."""
+        return self.eager.median_s / self.compiled.median_s
+
+    @property
+    def eager_per_op_s(self) -> float:
+        """Eager seconds per call shared out over the chain's ops."""
+        return self.eager.median_s / self.ops_per_call
+
+    @property
+    def saved_per_call_s(self) -> float:
+        """What each call saves compiled: eager median minus compiled median."""
+        return self.eager.median_s - self.compiled.median_s
+
+    @property
+    def breakeven_calls(self) -> float | None:
+        """Calls after which the compile has paid for itself; None when compiling saved nothing."""
+        if self.saved_per_call_s <= 0:
+            return None
+        return self.compile_s / self.saved_per_call_s
+
+
+def headline_figures(f: FusionResult) -> dict[str, tuple[float, str]]:
+    """The figures the lesson's claims read, by name, with their units.
+
+    >>> e = CallTiming(mode="eager", samples_s=(100e-6,), calls_per_sample=100)
+    >>> c = CallTiming(mode="compiled", samples_s=(20e-6,), calls_per_sample=100)
+    >>> r = FusionResult(device="cpu", n_elements=256, ops_per_call=30, threads=1,
+    ...                  eager=e, compiled=c, compile_s=2.0, max_abs_diff=0.0)
+    >>> value, unit = headline_figures(r)["breakeven_calls"]
+    >>> round(value), unit
+    (25000, 'calls')
+    """
+    figures = {
+        "eager_us": (f.eager.median_s * 1e6, "µs"),
+        "compiled_us": (f.compiled.median_s * 1e6, "µs"),
+        "eager_per_op_us": (f.eager_per_op_s * 1e6, "µs"),
+        "fusion_speedup": (f.speedup, "x"),
+        "compile_s": (f.compile_s, "s"),
+        "saved_us": (f.saved_per_call_s * 1e6, "µs"),
+    }
+    if f.breakeven_calls is not None:
+        figures["breakeven_calls"] = (f.breakeven_calls, "calls")
+    return figures
+
+
+@contextlib.contextmanager
+def using_threads(n: int) -> Iterator[None]:
+    """Run the body with torch at ``n`` intra-op threads, then restore the count.
+
+    >>> with using_threads(1):
+    ...     torch.get_num_threads()
+    1
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def measure_fusion(
+    device: str = "cpu", n: int = 256, threads: int | None = 1, min_run_time_s: float = 0.1
+) -> FusionResult:
+    """Compile :func:`pointwise_chain` on ``device``, then time it eager and compiled."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: use cuda, mps or cpu")
+    if device not in COMPILE_DEVICES:
+        raise ValueError(
+            f"this measurement compiles with inductor on cpu or cuda, not {device}: "
+            "use device='cpu'"
+        )
+    if n < 1:
+        raise ValueError(f"n={n}: the tensor needs at least one element")
+    threads = resolve_threads(threads)
+    x = torch.randn(n, device=device)
+    importlib.import_module("torch._inductor.compile_fx")  # once per process; not compile_s
+
+    with using_threads(threads):
+        torch.compiler.reset()
+        compiled = torch.compile(pointwise_chain, dynamic=False, options=COMPILE_OPTIONS)
+        barrier(device)
+        start = time.perf_counter()
+        y = compiled(x)
+        barrier(device)
+        compile_s = time.perf_counter() - start
+    max_abs_diff = float((y - pointwise_chain(x)).abs().max())
+    if not max_abs_diff <= CHAIN_TOLERANCE:
+        raise ValueError(
+            f"the compiled chain differs from eager by {max_abs_diff:.3g} (more than "
+            f"{CHAIN_TOLERANCE}): report it with your torch version, {torch.__version__}"
+        )
+    eager_s, eager_calls = time_samples(lambda: pointwise_chain(x), device, threads, min_run_time_s)
+    comp_s, comp_calls = time_samples(lambda: compiled(x), device, threads, min_run_time_s)
+    return FusionResult(
+        device=device,
+        n_elements=n,
+        ops_per_call=OPS_PER_CALL,
+        threads=threads,
+        eager=CallTiming(mode="eager", samples_s=eager_s, calls_per_sample=eager_calls),
+        compiled=CallTiming(mode="compiled", samples_s=comp_s, calls_per_sample=comp_calls),
+        compile_s=compile_s,
+        max_abs_diff=max_abs_diff,
+    )
