@@ -40,7 +40,7 @@ def test_the_counter_finds_6_matmul_weights_per_token_plus_attention_exactly():
 
 def test_the_page_step_agrees_with_6nd_within_ten_percent():
     step = compute_step.count_gpt_step(compute_step.PAGE_CONFIG, compute_step.PAGE_BATCH)
-    assert step.parameters == 3_716_608 and step.tokens == 512
+    assert step.parameters == 3_716_608 and step.tokens == 256
     assert step.six_nd_flops == 6 * step.parameters * step.tokens
     assert 1.0 < step.ratio_to_six_nd < 1.1  # attention adds, the position table subtracts
 
@@ -180,6 +180,16 @@ def test_a_timed_step_reports_counted_flops_over_its_median():
     assert step.tokens_per_s == pytest.approx(2 * SMALL.seq_len / step.timing.median_s)
     with pytest.raises(ValueError, match="dtype='fp8'"):
         compute_step.measure_gpt_step(SMALL, batch=1, dtype="fp8")
+
+
+def test_the_threads_setting_holds_for_the_measurement_and_is_restored():
+    before = torch.get_num_threads()
+    step = compute_step.measure_gpt_step(SMALL, batch=1, min_run_time_s=0.01, threads=1)
+    assert step.timing.threads == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads=0"):
+        compute_step.measure_gpt_step(SMALL, batch=1, threads=0)
+    assert torch.get_num_threads() == before
 
 
 def test_cpu_readings_set_the_step_against_the_matmul_and_the_peak_model():

@@ -93,23 +93,24 @@ def step_count_markdown(step: StepCount) -> str:
 def sequence_sweep_markdown(steps: Sequence[StepCount]) -> str:
     """6ND, the attention term and the counter's total for the same model at several lengths."""
     rows = [
-        "| sequence | batch | tokens D | 6ND (FLOPs) | attention 12·L·seq·hidden·D (FLOPs) "
-        "| 6·N_matmul·D + attention (FLOPs) | counted (FLOPs) | counted / 6ND |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| sequence × batch | attention term (FLOPs) | 6·N_matmul·D + attention (FLOPs) "
+        "| counted (FLOPs) | counted / 6ND |",
+        "|---:|---:|---:|---:|---:|",
     ]
     for s in steps:
         rows.append(
-            f"| {s.seq:,} | {s.batch} | {s.tokens:,} | {flops_text(s.six_nd_flops)} "
-            f"| {flops_text(s.attention_flops)} | {flops_text(s.formula_flops)} "
-            f"| {flops_text(s.counted_flops)} | {s.ratio_to_six_nd:.2f} |"
+            f"| {s.seq:,} × {s.batch} | {flops_text(s.attention_flops)} "
+            f"| {flops_text(s.formula_flops)} | {flops_text(s.counted_flops)} "
+            f"| {s.ratio_to_six_nd:.2f} |"
         )
     if steps:
         s = steps[0]
         rows += [
             "",
-            f"One model ({_model_text(s)}; N = {s.parameters:,} parameters, of which "
-            f"N_matmul = {s.matmul_parameters:,} are weights of linear layers), the same "
-            "number of tokens in every row, longer sequences in fewer of them.",
+            f"One model ({_model_text(s)}), {s.tokens:,} tokens (D) in every row, so "
+            f"6ND = {flops_text(s.six_nd_flops)} in every row. N = {s.parameters:,} "
+            f"parameters, of which N_matmul = {s.matmul_parameters:,} are weights of linear "
+            "layers; the attention term is 12 × layers × sequence × hidden × D.",
         ]
     return "\n".join(rows)
 
@@ -169,25 +170,31 @@ def step_timing_markdown(step: StepTiming) -> str:
 
 
 def mfu_markdown(readings: Sequence[MfuReading]) -> str:
-    """Each reading's achieved rate, its peak, and the share: one row per peak.
+    """Each reading's peak and the share of it the step reached: one row per peak.
 
     >>> r = MfuReading(device="cpu", dtype="fp32", achieved_flop_per_s=40e9,
     ...                peak_flop_per_s=100e9, peak_kind="matmul", peak_label="best matmul",
     ...                peak_source="here")
     >>> print(mfu_markdown([r]).splitlines()[2])
-    | cpu | best matmul | 100.0 | 40.0 | 40% | here |
+    | best matmul | 100.0 | 40% | here |
     """
     unit, scale = _rate_unit([r.peak_flop_per_s for r in readings])
     rows = [
-        f"| device | peak it is set against | peak ({unit}) | achieved ({unit}) "
-        "| share of the peak | where the peak comes from |",
-        "|---|---|---:|---:|---:|---|",
+        f"| peak the step is set against | peak ({unit}) | share the step reached "
+        "| where the peak comes from |",
+        "|---|---:|---:|---|",
     ]
     for r in readings:
         rows.append(
-            f"| {r.device} | {r.peak_label} | {r.peak_flop_per_s / scale:,.1f} "
-            f"| {r.achieved_flop_per_s / scale:,.1f} | {r.mfu:.0%} | {r.peak_source} |"
+            f"| {r.peak_label} | {r.peak_flop_per_s / scale:,.1f} | {r.mfu:.0%} | {r.peak_source} |"
         )
+    if readings:
+        r = readings[0]
+        rows += [
+            "",
+            f"The step on {r.device} ({r.dtype}): {r.achieved_flop_per_s / scale:,.1f} {unit} "
+            "of model FLOPs.",
+        ]
     return "\n".join(rows)
 
 
@@ -214,23 +221,25 @@ def _price_cells(plan: TrainingPlan) -> tuple[str, str]:
 def plans_markdown(plans: Sequence[TrainingPlan]) -> str:
     """The same training run on several GPUs: peak, hours, GPU-hours and the example bill."""
     rows = [
-        "| GPU (datasheet id) | dense peak used (TFLOP/s) | GPUs | MFU | wall-clock hours "
-        "| GPU-hours | example rate ($/GPU-hour, not a quote) | cost ($) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| GPU (datasheet id) | dense peak (TFLOP/s) | wall-clock hours | GPU-hours "
+        "| example rate ($/GPU-hour) | cost ($) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for p in plans:
         price, cost = _price_cells(p)
         rows.append(
-            f"| {p.gpu_name} (`{p.gpu}`) | {p.peak_flop_per_s / 1e12:,.1f} {p.peak_dtype} "
-            f"| {p.gpus} | {p.mfu:.2f} | {p.hours:,.0f} | {p.gpu_hours:,.0f} | {price} | {cost} |"
+            f"| `{p.gpu}` | {p.peak_flop_per_s / 1e12:,.1f} {p.peak_dtype} | {p.hours:,.0f} "
+            f"| {p.gpu_hours:,.0f} | {price} | {cost} |"
         )
     if plans:
-        f = plans[0].flops
+        p = plans[0]
+        f = p.flops
         rows += [
             "",
             f"The run: {f.parameters:.3g} parameters × {f.tokens:.3g} tokens = "
-            f"{flops_text(f.train_flops)} FLOPs. Rates are the where-to-run lesson's example "
-            "on-demand rates, not quotes; a GPU without one has no cost here.",
+            f"{flops_text(f.train_flops)} FLOPs, on {p.gpus} GPUs at MFU {p.mfu:.2f}. Rates "
+            "are the where-to-run lesson's example on-demand rates, not quotes; a GPU without "
+            "one gets no cost.",
         ]
     return "\n".join(rows)
 
@@ -238,22 +247,22 @@ def plans_markdown(plans: Sequence[TrainingPlan]) -> str:
 def chinchilla_markdown(plans: Sequence[TrainingPlan]) -> str:
     """Model sizes trained on 20 tokens per parameter: tokens, FLOPs, hours and the bill."""
     rows = [
-        "| parameters | tokens (20 per parameter) | FLOPs (6ND) | GPUs | wall-clock hours "
+        "| parameters | tokens (20 per parameter) | FLOPs (6ND) | wall-clock hours "
         "| GPU-hours | cost at the example rate ($) |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for p in plans:
         _, cost = _price_cells(p)
         rows.append(
             f"| {p.flops.parameters:.3g} | {p.flops.tokens:.3g} "
-            f"| {flops_text(p.flops.train_flops)} | {p.gpus} | {p.hours:,.0f} "
+            f"| {flops_text(p.flops.train_flops)} | {p.hours:,.0f} "
             f"| {p.gpu_hours:,.0f} | {cost} |"
         )
     if plans:
         p = plans[0]
         rows += [
             "",
-            f"On {p.gpu_name} (`{p.gpu}`, dense {p.peak_dtype} peak "
+            f"On {p.gpus} × {p.gpu_name} (`{p.gpu}`, dense {p.peak_dtype} peak "
             f"{p.peak_flop_per_s / 1e12:,.1f} TFLOP/s) at MFU {p.mfu:.2f}.",
         ]
     return "\n".join(rows)

@@ -45,21 +45,35 @@ from gpulesson.results import datasheets
 from gpulesson.results.bundle import Bundle
 from gpulesson.results.compare import Sourced
 from gpulesson.timing.bench import barrier, measure_matmul, time_samples
-from gpulesson.timing.peak import FMA_UNIT_BOUNDS, CpuPeak
+from gpulesson.timing.peak import FMA_UNIT_BOUNDS, CpuPeak, cpu_peak, read_cpu_facts
 from gpulesson.timing.results import MatmulResult, OpResult
 
-# The small GPT the lesson counts and times on a CPU: about 3.7 million parameters, 512
-# tokens a step, a fraction of a second per step on two cores.
+# The small GPT the lesson counts and times on a CPU: about 3.7 million parameters, 256
+# tokens a step, a fraction of a second per step on one core.
 PAGE_CONFIG = GPT2Config(
     vocab_size=2048, seq_len=128, hidden=256, heads=4, layers=4, attention="eager"
 )
-PAGE_BATCH = 4
+PAGE_BATCH = 2
 # On a CUDA GPU: GPT-2 small (124 million parameters) with SDPA attention, whose flash and
 # memory-efficient kernels the counter does count; the batch shrinks to fit the memory.
 GPU_CONFIG = GPT2Config(attention="sdpa")
 GPU_BATCH = 8
 MATMUL_N = {"cpu": 1024, "mps": 4096, "cuda": 8192}  # the square matmul a step is set against
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@contextlib.contextmanager
+def _threads(threads: int | None) -> Iterator[int]:
+    """Run with ``threads`` torch threads (the current setting when None), then restore it."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads={threads} must be at least 1")
+        torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
 
 
 # --- counting ---------------------------------------------------------------------------
@@ -250,10 +264,11 @@ def count_sdpa_gap(config: GPT2Config, batch: int) -> SdpaGap:
     torch's counter has formulas for the CUDA flash, memory-efficient and cuDNN attention
     kernels, not for the CPU one, so on a CPU the SDPA count misses attention's matmuls.
     """
-    return SdpaGap(
-        eager=count_gpt_step(replace(config, attention="eager"), batch, device="cpu"),
-        sdpa=count_gpt_step(replace(config, attention="sdpa"), batch, device="cpu"),
-    )
+    with _threads(1):  # a count needs no speed; one thread is never stalled by a busy machine
+        return SdpaGap(
+            eager=count_gpt_step(replace(config, attention="eager"), batch, device="cpu"),
+            sdpa=count_gpt_step(replace(config, attention="sdpa"), batch, device="cpu"),
+        )
 
 
 # --- timing -----------------------------------------------------------------------------
@@ -297,15 +312,26 @@ def measure_gpt_step(
     device: str = "cpu",
     dtype: str = "fp32",
     min_run_time_s: float = 0.1,
+    threads: int | None = None,
 ) -> StepTiming:
     """Time ``GPT2(config)``'s training step (zero_grad, forward, backward, AdamW step).
 
     ``dtype`` ``"bf16"`` or ``"fp16"`` runs the forward under ``torch.autocast`` with fp32
     weights (the ``amp`` recipe); ``"fp32"`` runs everything in fp32. The first step is
     counted with FlopCounterMode; it and one more are the warm-up, then the timer runs.
+    ``threads`` sets torch's CPU threads for the whole measurement (the lesson uses 1: a
+    step is hundreds of small parallel regions, and on a busy machine one descheduled
+    thread stalls each of them).
     """
     if dtype not in ("fp32", *AUTOCAST_DTYPES):
         raise ValueError(f"dtype={dtype!r}: use fp32, bf16 or fp16")
+    with _threads(threads):
+        return _measure_gpt_step(config, batch, device, dtype, min_run_time_s)
+
+
+def _measure_gpt_step(
+    config: GPT2Config, batch: int, device: str, dtype: str, min_run_time_s: float
+) -> StepTiming:
     torch.manual_seed(0)
     model = GPT2(config).to(device)
     model.train()
@@ -365,8 +391,9 @@ def cpu_readings(
             achieved_flop_per_s=step_flop_per_s,
             peak_flop_per_s=matmul.flop_per_s,
             peak_kind="matmul",
-            peak_label=f"best matmul measured here ({matmul.n} x {matmul.n}, {matmul.dtype})",
-            peak_source="measured on this build's machine, median",
+            peak_label=f"{matmul.n} x {matmul.n} {matmul.dtype} matmul measured here, "
+            f"{matmul.threads} thread{'s' if matmul.threads != 1 else ''}",
+            peak_source="timed on this build's machine, median",
         )
     ]
     for units, rate in peak.bounds_flop_per_s:
@@ -378,12 +405,36 @@ def cpu_readings(
                 peak_flop_per_s=rate,
                 peak_kind="model",
                 peak_label=f"CPU peak model, {units} FMA unit{'s' if units > 1 else ''} per core",
-                peak_source=f"{peak.cores} cores x {peak.simd_lanes} lanes x 2 x clock x "
-                f"{units} (gpulesson.timing.peak; the machine does not say whether its cores "
-                f"have {' or '.join(map(str, FMA_UNIT_BOUNDS))} FMA units)",
+                peak_source=f"{peak.cores} core{'s' if peak.cores != 1 else ''} × "
+                f"{peak.simd_lanes} lanes × 2 × {(peak.clock_hz or 0) / 1e9:.2f} GHz × {units}; "
+                f"the CPU does not say whether it has {' or '.join(map(str, FMA_UNIT_BOUNDS))}",
             )
         )
     return tuple(rows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuMfu:
+    """The lesson's CPU step, the matmul it is set against, and the readings against each peak."""
+
+    step: StepTiming
+    matmul: MatmulResult
+    readings: tuple[MfuReading, ...]
+
+
+def measure_cpu_mfu(threads: int = 1) -> CpuMfu:
+    """Time the lesson's step on ``threads`` CPU threads and set it against the CPU's peaks.
+
+    The square matmul (``MATMUL_N["cpu"]``) is timed before and after the step on the same
+    threads, and the faster of the two is kept, so a burst of other work on the machine
+    during one of them does not set the peak.
+    """
+    before = measure_matmul(MATMUL_N["cpu"], threads=threads, min_run_time_s=0.2)
+    step = measure_gpt_step(threads=threads)
+    after = measure_matmul(MATMUL_N["cpu"], threads=threads, min_run_time_s=0.2)
+    matmul = max(before, after, key=lambda r: r.flop_per_s)
+    peak = cpu_peak(read_cpu_facts(), "fp32", threads=threads)
+    return CpuMfu(step=step, matmul=matmul, readings=cpu_readings(step.flop_per_s, matmul, peak))
 
 
 def gpu_readings_from_bundle(bundle: Bundle) -> tuple[MfuReading, ...]:

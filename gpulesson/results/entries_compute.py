@@ -18,7 +18,7 @@ own small step.
 >>> [e.name for e in ENTRIES]
 ['train_step']
 >>> plan_for(Context(Device("cpu", "cpu", 2**33, 2**32, 0, None), quick=True)).batch
-4
+2
 """
 
 from __future__ import annotations
