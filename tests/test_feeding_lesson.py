@@ -1,0 +1,116 @@
+"""The feeding lesson: its blocks run, its claims hold and can fail, its quiz reads its numbers.
+
+The blocks run in page order as the build runs them (same page, same facts), the loader
+loop and the torch.compile of the chain included (seconds). Claims about GPU figures
+must be "not checked" on this CPU build without a reference bundle; every other claim
+must hold and be able to fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import textwrap
+
+import pytest
+import torch
+
+from gpulesson.site import claims, content, facts, quizzes
+from tests.conftest import REPO
+
+STEM = "feeding"
+FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+# Blocks that print only when this build has GPU figures.
+GPU_ONLY = ("feeding-align-gpu-claims",)
+
+
+def exec_blocks() -> list[tuple[str, str]]:
+    """The lesson's executed blocks, ``(id, code)``, in page order, dedented."""
+    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
+    blocks = []
+    for match in FENCE.finditer(text):
+        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
+        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
+    return blocks
+
+
+@pytest.fixture(scope="module")
+def page():
+    """Run every block once for the module; yield (printed Markdown by id, claims, facts)."""
+    facts.reset()
+    facts.begin_page(f"lessons/{STEM}.md")
+    printed = {}
+    for block_id, code in exec_blocks():
+        facts.begin_block(block_id)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
+        facts.end_block()
+        printed[block_id] = out.getvalue()
+    made = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
+    values = dict(facts.page_facts())
+    yield printed, made, values
+    facts.reset()
+    content.reset()
+
+
+def test_every_block_has_a_lesson_id_and_prints_something(page):
+    printed, _, _ = page
+    assert len(printed) >= 14
+    assert all(block_id.startswith("feeding-") for block_id in printed)
+    assert [b for b, out in printed.items() if not out.strip() and b not in GPU_ONLY] == []
+
+
+def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
+    _, made, _ = page
+    cpu = [c for c in made if c.needs is None]
+    gpu = [c for c in made if c.needs is not None]
+    assert len(cpu) >= 9 and len(gpu) >= 4
+    assert [c.text for c in cpu if c.status != claims.HOLDS] == []
+    assert [c.rule for c in cpu if not claims.can_fail(c)] == []
+    assert {c.status for c in gpu} <= {claims.HOLDS, claims.NOT_CHECKED}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine measures the GPU rows itself")
+def test_without_a_gpu_the_page_says_which_rows_need_one(page):
+    printed, _, _ = page
+    for block_id in ("feeding-copies", "feeding-graphs", "feeding-align-gpu"):
+        assert "These rows need a CUDA GPU" in printed[block_id], block_id
+    assert "`h2d.pinned`" in printed["feeding-copies"]
+    assert "`launch_overhead.cuda_graph`" in printed["feeding-graphs"]
+    assert "This table needs a CUDA GPU" in printed["feeding-syncs"]
+    assert "`x[mask]`" in printed["feeding-syncs"]
+
+
+def test_the_tables_are_this_build_s_measurements(page):
+    printed, _, values = page
+    loader = printed["feeding-loader"]
+    for label in (
+        "0 workers (main process loads)",
+        "1 worker, prefetch 2",
+        "2 workers, prefetch 2, persistent",
+    ):
+        assert f"| {label} |" in loader
+    assert f"| {values['feeding.best_per_s'].value:.3g} |" in loader
+    fusion = printed["feeding-fusion"]
+    assert f"| {values['feeding.eager_us'].value:.3g} |" in fusion
+    assert f"after {values['feeding.breakeven_calls'].value:,.0f} calls" in fusion
+    align = printed["feeding-align"]
+    assert "| n=512 (aligned) |" in align and "| vocab 50,304 (aligned) |" in align
+
+
+def test_the_quiz_predicts_the_calls_the_compile_needs_to_pay_off(page, monkeypatch):
+    monkeypatch.chdir(REPO)
+    _, _, values = page
+    breakeven = values["feeding.breakeven_calls"].value
+    (question,) = [
+        q
+        for q, w in zip(quizzes.page_questions(STEM), quizzes.questions(STEM), strict=True)
+        if w.facts
+    ]
+    right = next(o.text for o in question.options if o.correct)
+    shown = float(right.removeprefix("About ").removesuffix(" calls").replace(",", ""))
+    assert shown == pytest.approx(breakeven, rel=0.05)  # two significant figures
+    wrong = [o.text for o in question.options if not o.correct]
+    assert len(set(wrong)) == 3 and right not in wrong
