@@ -69,6 +69,15 @@ SNIPPET_RUNS: dict[str, SnippetRun] = {
         ("--batches", "1,8,32"),
         ("--batches", "1,4", "--layers", "2", "--hidden", "256", "--heads", "4", "--tokens", "4"),
     ),
+    # Writes the trace (and on CUDA the memory snapshot) next to the notebook, to download.
+    "profile_step.py": SnippetRun(
+        ("--memory", "--trace", "trace.json", "--snapshot", "snapshot.pickle"),
+        ("--memory", "--hidden", "256", "--trace", "trace.json"),
+    ),
+    # A CPU runtime times fewer, lighter batches, so the cell takes a couple of seconds.
+    "loader_benchmark.py": SnippetRun(
+        (), ("--batch-size", "8", "--batches", "6", "--words", "200")
+    ),
 }
 
 

@@ -49,6 +49,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 from gpulesson.timing.bench import barrier
+from gpulesson.units import MIB
 
 # The regions the course's training step labels with record_function, in step order.
 REGIONS = ("forward", "backward", "optimizer.step", "zero_grad")
@@ -502,6 +503,110 @@ def profile_first_and_steady(
         first=GptStepProfile(config=config, batch=batch, parameters=parameters, profile=first),
         steady=GptStepProfile(config=config, batch=batch, parameters=parameters, profile=steady),
     )
+
+
+# --- the figures the lesson reads ---------------------------------------------------------
+
+# A figure the lesson reads off a profile: its value and its unit, by name.
+Reading = dict[str, tuple[float | int | str, str]]
+
+
+def _per_step_ms(p: StepProfile, seconds: float) -> float:
+    return 1e3 * seconds / p.active
+
+
+def table_reading(g: GptStepProfile) -> Reading:
+    """The op table's figures: the leading op, the matmuls' share, call counts, self vs total.
+
+    Shares are percentages of the self time of every row; times are per active step.
+
+    >>> r = table_reading(profile_gpt_step(GPT2Config(vocab_size=64, seq_len=8, hidden=16,
+    ...                   heads=2, layers=1, attention="eager"), 2, memory=False))
+    >>> r["addmm_calls"], r["mm_calls"], r["linear_calls"]
+    ((4.0, 'calls'), (11.0, 'calls'), (5.0, 'calls'))
+    """
+    p = g.profile
+    matmuls = [p.op(n) for n in MATMUL_OPS if p.has(n)]
+    other = p.top_outside(MATMUL_OPS)
+    linear, backward = p.op("aten::linear"), p.op("backward")
+    return {
+        "step_ms": (1e3 * p.step_s, "ms"),
+        "busy_share": (p.busy_share, "share"),
+        "layers": (g.config.layers, "blocks"),
+        "parameters": (g.parameters, "parameters"),
+        "top_op": (p.top.name, ""),
+        "top_share_pct": (percent(p.share(p.top)), "%"),
+        "top_matmul_share_pct": (percent(max(p.share(r) for r in matmuls)), "%"),
+        "matmul_share_pct": (percent(p.family_share(MATMUL_OPS)), "%"),
+        "top_other_op": (other.name, ""),
+        "top_other_share_pct": (percent(p.share(other)), "%"),
+        "addmm_calls": (g.calls_per_step("aten::addmm"), "calls"),
+        "mm_calls": (g.calls_per_step("aten::mm"), "calls"),
+        "bmm_calls": (g.calls_per_step("aten::bmm"), "calls"),
+        "linear_calls": (g.calls_per_step("aten::linear"), "calls"),
+        "linear_self_ms": (_per_step_ms(p, p.self_s(linear)), "ms"),
+        "linear_total_ms": (_per_step_ms(p, p.total_s(linear)), "ms"),
+        "backward_self_ms": (_per_step_ms(p, p.self_s(backward)), "ms"),
+        "backward_total_ms": (_per_step_ms(p, p.total_s(backward)), "ms"),
+    }
+
+
+def region_reading(g: GptStepProfile) -> Reading:
+    """The labelled regions' times per step (ms) and the backward's time over the forward's."""
+    p = g.profile
+    ms = {r.name: _per_step_ms(p, p.total_s(r)) for r in p.regions()}
+    return {
+        "forward_ms": (ms["forward"], "ms"),
+        "backward_ms": (ms["backward"], "ms"),
+        "optimizer_ms": (ms["optimizer.step"], "ms"),
+        "zero_grad_ms": (ms["zero_grad"], "ms"),
+        "backward_over_forward": (ms["backward"] / ms["forward"], "x"),
+    }
+
+
+def memory_reading(g: GptStepProfile) -> Reading:
+    """What the step allocated (MiB per step): in all, net, by the matmuls, by each region."""
+    p = g.profile
+    allocated = p.allocated_bytes()
+    other = next(r for r in p.by_memory() if r.name not in MATMUL_OPS)
+    matmul = sum(p.memory_per_step_bytes(p.op(n), self_only=True) for n in MATMUL_OPS if p.has(n))
+    regions = {r.name: p.memory_per_step_bytes(r) / MIB for r in p.regions()}
+    return {
+        "allocated_mib": (allocated / MIB, "MiB"),
+        "net_mib": (p.net_memory_bytes() / MIB, "MiB"),
+        "weights_mib": (g.weight_bytes / MIB, "MiB"),
+        "churn_x": (allocated / g.weight_bytes, "x"),
+        "matmul_alloc_mib": (matmul / MIB, "MiB"),
+        "top_other_alloc_op": (other.name, ""),
+        "top_other_alloc_mib": (p.memory_per_step_bytes(other, self_only=True) / MIB, "MiB"),
+        "forward_mib": (regions["forward"], "MiB"),
+        "backward_mib": (regions["backward"], "MiB"),
+        "optimizer_mib": (regions["optimizer.step"], "MiB"),
+        "zero_grad_mib": (regions["zero_grad"], "MiB"),
+        "regions_net_mib": (sum(regions.values()), "MiB"),
+    }
+
+
+def first_step_reading(pair: FirstAndSteady) -> Reading:
+    """What the optimizer allocated in the first step and in a steady one, beside AdamW's state."""
+    first, steady = pair.first, pair.steady
+    return {
+        "parameters": (first.parameters, "parameters"),
+        "first_optimizer_mib": (first.region_memory_bytes("optimizer.step") / MIB, "MiB"),
+        "steady_optimizer_mib": (steady.region_memory_bytes("optimizer.step") / MIB, "MiB"),
+        "adam_state_mib": (first.adam_state_bytes / MIB, "MiB"),
+    }
+
+
+def gpu_reading(p: StepProfile) -> Reading:
+    """A GPU profile's figures, named as the suite's ``profile_step`` rows give them."""
+    return {
+        "gpu_step_s": (p.step_s, "s"),
+        "gpu_top_share": (p.share(p.top), "ratio"),
+        "gpu_matmul_share": (p.family_share(MATMUL_OPS), "ratio"),
+        "gpu_busy_share": (p.busy_share, "ratio"),
+        "gpu_top_op": (p.top.name, ""),
+    }
 
 
 # --- the CUDA memory snapshot ------------------------------------------------------------

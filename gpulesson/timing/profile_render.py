@@ -20,7 +20,13 @@ from __future__ import annotations
 import base64
 import html
 
-from gpulesson.timing.profile import FirstAndSteady, OpStat, SnapshotSummary, StepProfile
+from gpulesson.timing.profile import (
+    FirstAndSteady,
+    GptStepProfile,
+    OpStat,
+    SnapshotSummary,
+    StepProfile,
+)
 from gpulesson.units import MIB
 
 
@@ -200,3 +206,13 @@ def snapshot_markdown(s: SnapshotSummary) -> str:
     for region, peak in s.phase_peaks_bytes.items():
         lines.append(f"| `{region}` | {_mib(peak)} |")
     return "\n".join(lines)
+
+
+def step_markdown(g: GptStepProfile) -> str:
+    """One line naming the profiled step: the model's shape, its size, the batch."""
+    c = g.config
+    return (
+        f"The step: the course's GPT with {c.layers} blocks, hidden size {c.hidden}, "
+        f"{c.heads} heads, a vocabulary of {c.vocab_size:,} ({g.parameters:,} parameters), "
+        f"{c.attention} attention; a batch of {g.batch} x {c.seq_len} tokens; AdamW."
+    )

@@ -1,0 +1,184 @@
+"""The profiling lesson, run as the build runs it: claims hold, the quiz and trace work.
+
+Runs the page's executed blocks in order on one page's facts, then reads what they left:
+the checked claims (every CPU claim holds and can fail; the GPU ones wait for a GPU or a
+bundle), the predict-the-number question, and the trace the page offers for download. With
+a reference bundle holding ``profile_step`` rows, the GPU block shows the bundle's figures
+under its stamp and the GPU claims are checked against them.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import gzip
+import io
+import json
+import re
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gpulesson.results.bundle import load, to_json
+from gpulesson.results.entries_profiling import profile_measurements
+from gpulesson.site import claims, content, facts, gpu_figures, quiz_values, quizzes
+from gpulesson.timing.profile import (
+    PROFILE_BATCH,
+    PROFILE_CONFIG,
+    REGIONS,
+    GptStepProfile,
+    OpStat,
+    StepProfile,
+)
+from tests.conftest import REPO
+
+STEM = "profiling"
+PAGE = f"lessons/{STEM}.md"
+FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
+
+
+def exec_blocks() -> dict[str, str]:
+    """The page's executed blocks by id, in page order, dedented."""
+    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
+    blocks = {}
+    for match in FENCE.finditer(text):
+        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
+        blocks[match["id"]] = textwrap.dedent(text[match.end() : end + 1])
+    return blocks
+
+
+def run_block(block_id: str, code: str) -> str:
+    facts.begin_block(block_id)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})  # noqa: S102
+    facts.end_block()
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def page() -> tuple[dict[str, str], list[claims.Claim], dict[str, facts.Fact]]:
+    """Every block's output, the page's claims and facts, on this CPU with no bundle."""
+    facts.reset()
+    facts.begin_page(PAGE)
+    original = gpu_figures.reference
+    gpu_figures.reference = functools.partial(original, Path("/no/such/results"), on_gpu=False)
+    try:
+        printed = {bid: run_block(bid, code) for bid, code in exec_blocks().items()}
+    finally:
+        gpu_figures.reference = original
+    found = [c for c in claims.claims() if c.page == PAGE]
+    published = facts.page_facts(PAGE)
+    facts.reset()
+    return printed, found, published
+
+
+def test_every_block_has_an_id_with_the_lessons_prefix():
+    assert all(bid.startswith("profiling-") for bid in exec_blocks())
+
+
+def test_every_cpu_claim_holds_and_could_fail(page):
+    _, found, _ = page
+    cpu = [c for c in found if c.needs is None]
+    assert len(cpu) >= 9
+    assert [c.text for c in cpu if c.status != claims.HOLDS] == []
+    assert [c.rule for c in cpu if not claims.can_fail(c)] == []
+
+
+def test_without_a_gpu_or_a_bundle_the_gpu_claims_are_not_checked(page):
+    printed, found, _ = page
+    gpu = [c for c in found if c.needs == "cuda"]
+    assert len(gpu) == 4 and all(c.status == claims.NOT_CHECKED for c in gpu)
+    assert "the GPU rows are missing" in printed["profiling-gpu"]
+    assert "recorded no snapshot" in printed["profiling-snapshot"]
+
+
+def test_the_page_offers_its_trace_for_download(page):
+    printed, _, _ = page
+    out = printed["profiling-regions"]
+    match = re.search(r'href="data:application/gzip;base64,([A-Za-z0-9+/=]+)"', out)
+    assert match and 'download="profile-step.json.gz"' in out
+    payload = base64.b64decode(match.group(1))
+    assert len(payload) < 150_000
+    names = {e.get("name") for e in json.loads(gzip.decompress(payload))["traceEvents"]}
+    assert set(REGIONS) <= names
+
+
+def test_the_quiz_asks_for_the_first_steps_allocation_the_page_measured(page, monkeypatch):
+    _, _, published = page
+    monkeypatch.chdir(REPO)
+    facts.reset()
+    facts.begin_page(PAGE)
+    facts.restore([f.to_dict() for f in published.values()])
+    try:
+        filled = quizzes.page_questions(STEM)
+    finally:
+        facts.reset()
+        content.reset()
+    question = next(q for q in filled if "first training step" in q.prompt)
+    correct = next(o.text for o in question.options if o.correct)
+    measured = published["profiling.first_optimizer_mib"].value
+    assert correct == f"About {quiz_values.about(measured)} MiB"
+    assert f"{published['profiling.parameters'].value:,}" in question.prompt
+
+
+def _bundle_with_profile_rows(tmp_path: Path) -> Path:
+    """A results folder whose newest reference bundle holds profile_step rows of a fast GPU."""
+    rows = tuple(
+        OpStat(
+            name=name,
+            kind="op",
+            calls=1,
+            self_cpu_s=0.002,
+            total_cpu_s=0.002,
+            self_device_s=device_s,
+            total_device_s=device_s,
+            self_memory_bytes=0,
+            total_memory_bytes=0,
+        )
+        for name, device_s in (("aten::mm", 0.0006), ("aten::addmm", 0.0003), ("aten::add", 0.0001))
+    )
+    p = StepProfile(
+        device="cuda",
+        threads=8,
+        wait=1,
+        warmup=1,
+        active=3,
+        memory=False,
+        ops=rows,
+        step_samples_s=(0.004, 0.0041, 0.0042),
+    )
+    g = GptStepProfile(config=PROFILE_CONFIG, batch=PROFILE_BATCH, parameters=2_137_088, profile=p)
+    base = load(FIXTURE)
+    bundle = replace(base, measurements=(*base.measurements, *profile_measurements(g)))
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / FIXTURE.name).write_text(to_json(bundle))
+    return tmp_path
+
+
+def test_a_cpu_build_shows_the_bundles_profile_rows_and_checks_the_gpu_claims(tmp_path):
+    root = _bundle_with_profile_rows(tmp_path)
+    blocks = exec_blocks()
+    facts.reset()
+    facts.begin_page(PAGE)
+    original = gpu_figures.reference
+    gpu_figures.reference = functools.partial(original, root, on_gpu=False)
+    try:
+        facts.publish("profiling.step_ms", 150.0, "ms")  # the CPU step, from the ops block
+        facts.publish("profiling.busy_share", 0.95, "share")
+        out = run_block("profiling-gpu", blocks["profiling-gpu"])
+        run_block("profiling-gpu-claims", blocks["profiling-gpu-claims"])
+        ref = gpu_figures.reference()
+        assert out.startswith(gpu_figures.stamp_markdown(ref))
+        assert facts.value("profiling.gpu_step_s") == pytest.approx(0.0041)
+        assert facts.value("profiling.gpu_busy_share") == pytest.approx(0.001 / 0.0123)
+        gpu = [c for c in claims.claims() if c.needs == "cuda"]
+        assert len(gpu) == 2 and all(c.status == claims.HOLDS for c in gpu)
+        assert all(claims.can_fail(c) for c in gpu)
+    finally:
+        gpu_figures.reference = original
+        facts.reset()
