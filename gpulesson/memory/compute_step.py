@@ -406,8 +406,9 @@ def cpu_readings(
                 peak_kind="model",
                 peak_label=f"CPU peak model, {units} FMA unit{'s' if units > 1 else ''} per core",
                 peak_source=f"{peak.cores} core{'s' if peak.cores != 1 else ''} × "
-                f"{peak.simd_lanes} lanes × 2 × {(peak.clock_hz or 0) / 1e9:.2f} GHz × {units}; "
-                f"the CPU does not say whether it has {' or '.join(map(str, FMA_UNIT_BOUNDS))}",
+                f"{peak.simd_lanes} lanes × 2 FLOPs × {(peak.clock_hz or 0) / 1e9:.2f} GHz × "
+                f"{units} (the CPU peak model; cores have {' or '.join(map(str, FMA_UNIT_BOUNDS))} "
+                "FMA units, and the CPU does not say which)",
             )
         )
     return tuple(rows)
