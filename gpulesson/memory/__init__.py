@@ -14,6 +14,9 @@ Where to look, from a lesson's table to the code behind it:
 * ``render``: Markdown, text and JSON for all of the above (renders only).
 * ``gpt2``, ``measure``, ``torch_tools``: the model the estimate is fitted to,
   its measured steps, and the one door to torch's private measuring APIs.
+* ``transformers_gpt2``, ``impl_accuracy``, ``saved``: Hugging Face transformers'
+  GPT-2 measured the same way (``estimate(..., impl="transformers")`` follows it),
+  each implementation's estimate against it, and what autograd saves per module.
 
 Lessons: ``lessons/memory.md``, ``lessons/budget.md``, ``lessons/capacity.md``;
 CLI: ``gpulesson budget``.

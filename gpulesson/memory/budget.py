@@ -29,10 +29,11 @@ The algorithm of :func:`estimate`, for one GPU:
    never part of ``total_bytes``.
 
 The trade-off: the activation and temporary terms are fitted to the GPT-2
-architecture of ``gpulesson.memory.gpt2`` as PyTorch runs it; another
-architecture or kernel saves different tensors.
-``tests/benchmarks/bench_budget_accuracy.py`` checks the estimate against
-measured steps.
+architecture of ``gpulesson.memory.gpt2`` as PyTorch runs it, or with
+``impl="transformers"`` to Hugging Face transformers' ``GPT2LMHeadModel``
+(the same architecture, more saved tensors); another architecture or kernel
+saves different tensors. ``tests/benchmarks/bench_budget_accuracy.py`` checks
+both against measured steps.
 
 Used by the lessons ``lessons/memory.md``, ``lessons/budget.md`` and
 ``lessons/capacity.md``, and by ``gpulesson budget``.
