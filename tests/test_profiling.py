@@ -52,10 +52,13 @@ def tiny_pair() -> prof.FirstAndSteady:
     return profile_first_and_steady(TINY, 2)
 
 
-def _row(name: str, self_s: float, *, kind: str = "op", memory: int = 0) -> OpStat:
+def _row(
+    name: str, self_s: float, *, kind: str = "op", memory: int = 0, on_device: bool = False
+) -> OpStat:
     return OpStat(
         name=name,
         kind=kind,
+        on_device=on_device,
         calls=2,
         self_cpu_s=self_s,
         total_cpu_s=2 * self_s,
@@ -242,7 +245,9 @@ def test_the_ops_table_lists_operators_only_with_their_shares(tiny_step):
     assert "schedule(wait=1, warmup=1, active=1)" in text and "self CPU time" in text
 
 
-def test_a_cuda_profile_shows_kernel_time_and_cpu_time_side_by_side():
+def test_a_cuda_profile_takes_shares_of_the_kernels_time_and_shows_cpu_time_beside_it():
+    # Each op's self CUDA time is its kernels' time, which the kernel rows hold again; the
+    # "forward" label has a GPU row spanning its kernels. Shares count each kernel once.
     p = StepProfile(
         device="cuda",
         threads=8,
@@ -250,14 +255,24 @@ def test_a_cuda_profile_shows_kernel_time_and_cpu_time_side_by_side():
         warmup=1,
         active=2,
         memory=False,
-        ops=(_row("aten::mm", 0.02), _row("aten::add", 0.01)),
+        ops=(
+            _row("forward", 0.03, kind="label", on_device=True),
+            _row("aten::mm", 0.02),
+            _row("sgemm_kernel", 0.02, kind="kernel", on_device=True),
+            _row("aten::add", 0.01),
+            _row("elementwise_kernel", 0.01, kind="kernel", on_device=True),
+            _row("forward", 0.0, kind="label"),
+        ),
         step_samples_s=(0.01, 0.012),
     )
     text = ops_markdown(p)
     assert "| op | calls | self CUDA (ms) | total CUDA (ms) | self CPU (ms) | share |" in text
     assert "| `aten::mm` | 2 | 2 | 4 | 20 | 66.7% |" in text
-    assert p.basis == "self CUDA time"
+    assert "kernel" not in text.split("\n\n")[0]  # kernels are not operator rows
+    assert p.basis == "self CUDA time" and p.self_sum_s == pytest.approx(0.003)
     assert p.busy_share == pytest.approx(0.003 / 0.022)
+    assert p.op("forward").on_device is False  # the CPU-side label row
+    assert p.family_share(MATMUL_OPS) == pytest.approx(2 / 3)
 
 
 def test_chosen_rows_regions_and_memory_tables(tiny_step, tiny_pair):

@@ -131,16 +131,24 @@ def _bundle_with_profile_rows(tmp_path: Path) -> Path:
     rows = tuple(
         OpStat(
             name=name,
-            kind="op",
+            kind=kind,
+            on_device=kind == "kernel",
             calls=1,
-            self_cpu_s=0.002,
-            total_cpu_s=0.002,
+            self_cpu_s=0.0 if kind == "kernel" else 0.002,
+            total_cpu_s=0.0 if kind == "kernel" else 0.002,
             self_device_s=device_s,
             total_device_s=device_s,
             self_memory_bytes=0,
             total_memory_bytes=0,
         )
-        for name, device_s in (("aten::mm", 0.0006), ("aten::addmm", 0.0003), ("aten::add", 0.0001))
+        for name, kind, device_s in (
+            ("aten::mm", "op", 0.0006),
+            ("sgemm", "kernel", 0.0006),
+            ("aten::addmm", "op", 0.0003),
+            ("sgemm_bias", "kernel", 0.0003),
+            ("aten::add", "op", 0.0001),
+            ("elementwise", "kernel", 0.0001),
+        )
     )
     p = StepProfile(
         device="cuda",

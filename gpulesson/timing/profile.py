@@ -71,15 +71,19 @@ TRACE_DROPPED_EVENTS = ("[memory]",)  # one instant per allocation: most of a tr
 
 @dataclass(frozen=True, kw_only=True)
 class OpStat:
-    """One row of ``key_averages()``: an operator, or a label the code put in the step.
+    """One row of ``key_averages()``: an operator, a label the code put in the step, a kernel.
 
+    On a CUDA profile the kernels and copies the GPU ran are rows of their own (kind
+    ``kernel``), and each operator's ``self_device_s`` is the time of the kernels it launched
+    itself, so the kernel rows and the operator rows count the same GPU time twice: shares
+    are taken over the kernel rows (as torch's own table does).
     Times are seconds summed over the active steps; ``calls`` counts them all. Memory is
     bytes allocated minus bytes freed on the profiled device (CPU RAM on a CPU profile, GPU
     memory on CUDA) while the row ran: *self* in its own code, *total* with what it called.
     """
 
     name: str
-    kind: str  # "op", or "label" for record_function regions and ProfilerStep rows
+    kind: str  # "op"; "label" (record_function regions, ProfilerStep); "kernel" (GPU work)
     calls: int
     self_cpu_s: float
     total_cpu_s: float
@@ -87,6 +91,7 @@ class OpStat:
     total_device_s: float
     self_memory_bytes: int
     total_memory_bytes: int
+    on_device: bool = False  # a row of the GPU's timeline (a kernel, a copy, a GPU range)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,8 +128,10 @@ class StepProfile:
 
     @property
     def self_sum_s(self) -> float:
-        """Self time of every row added up: what the shares are shares of (as torch's table)."""
-        return sum(self.self_s(r) for r in self.ops)
+        """What shares are shares of, as in torch's table: kernel time on CUDA, else all CPU."""
+        if self.device == "cuda":
+            return sum(r.self_device_s for r in self.ops if r.kind == "kernel")
+        return sum(r.self_cpu_s for r in self.ops)
 
     def share(self, row: OpStat) -> float:
         """A row's self time over :attr:`self_sum_s` (0 to 1)."""
@@ -132,10 +139,13 @@ class StepProfile:
         return self.self_s(row) / total if total > 0 else 0.0
 
     def op(self, name: str) -> OpStat:
-        """The row called ``name``; ``ValueError`` listing the rows when there is none."""
-        for row in self.ops:
-            if row.name == name:
-                return row
+        """The row called ``name`` (the CPU-side one, when a label also has a GPU row).
+
+        ``ValueError`` listing the largest rows when there is none.
+        """
+        found = [r for r in self.ops if r.name == name]
+        if found:
+            return next((r for r in found if r.kind != "kernel" and not r.on_device), found[0])
         listed = ", ".join(r.name for r in self.ops[:12])
         raise ValueError(f"no row {name!r} in the profile (largest rows: {listed})")
 
@@ -145,7 +155,7 @@ class StepProfile:
 
     @property
     def op_rows(self) -> tuple[OpStat, ...]:
-        """The operator rows (labels left out), largest self time first."""
+        """The operator rows (labels and kernels left out), largest self time first."""
         return tuple(r for r in self.ops if r.kind == "op")
 
     @property
@@ -213,7 +223,11 @@ class StepProfile:
         spent inside operators rather than in Python between them.
         """
         wall = sum(self.step_samples_s)
-        return sum(self.self_s(r) for r in self.op_rows) / wall if wall > 0 else 0.0
+        if self.device == "cuda":
+            busy = sum(r.self_device_s for r in self.ops if r.kind == "kernel")
+        else:
+            busy = sum(r.self_cpu_s for r in self.op_rows)
+        return busy / wall if wall > 0 else 0.0
 
     @property
     def trace_size_bytes(self) -> int:
@@ -268,15 +282,29 @@ def _threads(threads: int | None) -> Iterator[int]:
         torch.set_num_threads(before)
 
 
-def _kind(name: str, labels: Sequence[str]) -> str:
-    return "label" if name in labels or name.startswith(STEP_PREFIX) else "op"
+def row_kind(name: str, labels: Sequence[str], *, on_device: bool, annotation: bool) -> str:
+    """What a row is: ``label`` (a region or a profiler step), ``kernel`` (GPU work) or ``op``.
+
+    >>> row_kind("forward", ("forward",), on_device=True, annotation=True)
+    'label'
+    >>> row_kind("ampere_sgemm_128x64_tn", (), on_device=True, annotation=False)
+    'kernel'
+    >>> row_kind("aten::mm", (), on_device=False, annotation=False)
+    'op'
+    """
+    if annotation or name in labels or name.startswith(STEP_PREFIX):
+        return "label"
+    return "kernel" if on_device else "op"
 
 
 def _row(event: Any, labels: Sequence[str], device: str) -> OpStat:
     on_cuda = device == "cuda"
+    on_device = on_cuda and "CPU" not in str(getattr(event, "device_type", "CPU"))
+    annotation = bool(getattr(event, "is_user_annotation", False))
     return OpStat(
         name=str(event.key),
-        kind=_kind(str(event.key), labels),
+        kind=row_kind(str(event.key), labels, on_device=on_device, annotation=annotation),
+        on_device=on_device,
         calls=int(event.count),
         self_cpu_s=float(event.self_cpu_time_total) / 1e6,
         total_cpu_s=float(event.cpu_time_total) / 1e6,
