@@ -137,6 +137,8 @@ def headline_figures(f: FusionResult) -> dict[str, tuple[float, str]]:
         "fusion_speedup": (f.speedup, "x"),
         "compile_s": (f.compile_s, "s"),
         "saved_us": (f.saved_per_call_s * 1e6, "µs"),
+        "ops_per_call": (f.ops_per_call, "ops"),
+        "n_elements": (f.n_elements, "elements"),
     }
     if f.breakeven_calls is not None:
         figures["breakeven_calls"] = (f.breakeven_calls, "calls")
