@@ -9,6 +9,7 @@ must hold and be able to fail.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import re
 import textwrap
@@ -16,11 +17,17 @@ import textwrap
 import pytest
 import torch
 
-from gpulesson.site import claims, content, facts, quizzes
+from gpulesson.results import entries_feeding
+from gpulesson.results.bundle import Bundle, load
+from gpulesson.results.compare import Sourced
+from gpulesson.results.measurements import single
+from gpulesson.site import claims, content, facts, gpu_figures, quizzes
+from gpulesson.timing.alignment import ShapeComparison, ShapeTiming, square_neighbours
 from tests.conftest import REPO
 
 STEM = "feeding"
 FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
 # Blocks that print only when this build has GPU figures.
 GPU_ONLY = ("feeding-align-gpu-claims",)
 
@@ -114,3 +121,46 @@ def test_the_quiz_predicts_the_calls_the_compile_needs_to_pay_off(page, monkeypa
     assert shown == pytest.approx(breakeven, rel=0.05)  # two significant figures
     wrong = [o.text for o in question.options if not o.correct]
     assert len(set(wrong)) == 3 and right not in wrong
+
+
+def _fixture_with_feeding_rows() -> Bundle:
+    """The H100 fixture bundle plus made-up rows of this lesson's entries (test data only)."""
+    bundle = load(FIXTURE)
+    timings = tuple(
+        ShapeTiming(shape=s, samples_s=(t,) * 3)
+        for s, t in zip(square_neighbours(4096), (2.0e-4, 1.4e-4, 2.1e-4), strict=True)
+    )
+    shapes = ShapeComparison(device="cuda", dtype="bf16", calls_per_sample=5, timings=timings)
+    copies = [
+        single(v, name=f"copy_call.{k}", entry="copy_call", unit="s", label=f"copy call, {k}")
+        for k, v in (("pageable", 5e-3), ("pinned", 1e-5), ("copy", 1.3e-3))
+    ]
+    rows = (*bundle.measurements, *entries_feeding.shape_measurements(shapes, "n"), *copies)
+    return dataclasses.replace(bundle, measurements=rows)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine measures the GPU rows itself")
+def test_with_a_reference_bundle_the_gpu_rows_and_claims_come_from_it(monkeypatch):
+    ref = Sourced(_fixture_with_feeding_rows(), "reference", FIXTURE.name)
+    monkeypatch.setattr(gpu_figures, "reference", lambda *args, **kwargs: ref)
+    wanted = ("feeding-copies", "feeding-graphs", "feeding-align-gpu")
+    facts.reset()
+    facts.begin_page(f"lessons/{STEM}.md")
+    printed = {}
+    try:
+        for block_id, code in exec_blocks():
+            if not block_id.startswith(wanted):
+                continue
+            facts.begin_block(block_id)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
+            facts.end_block()
+            printed[block_id] = out.getvalue()
+        made = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
+    finally:
+        facts.reset()
+    for block_id in wanted:
+        assert "GPU figures from a reference result bundle" in printed[block_id], block_id
+    assert "| n=4096 (aligned) | 4,096 x 4,096 x 4,096 |" in printed["feeding-align-gpu"]
+    assert [c.status for c in made] == [claims.HOLDS] * 4  # copies 2, graphs 1, square 1

@@ -343,14 +343,6 @@ def measure_item(dataset: Dataset, repeats: int = 20) -> ItemTiming:
     return ItemTiming(samples_s=tuple(samples))
 
 
-def _shutdown(loader: DataLoader) -> None:
-    """Stop a loader's workers now, persistent ones included (not at garbage collection)."""
-    iterator = getattr(loader, "_iterator", None)
-    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
-        iterator._shutdown_workers()
-    loader._iterator = None
-
-
 def measure_setting(
     dataset: Dataset,
     setting: LoaderSetting,
@@ -398,7 +390,8 @@ def measure_setting(
             gaps.extend(epoch_gaps)
             epoch_means.append(sum(epoch_gaps) / len(epoch_gaps))
     finally:
-        _shutdown(loader)
+        # The last reference to the loader ends its workers, persistent ones included (the
+        # iterator it keeps shuts them down when it is freed); collect any cycle now.
         del loader
         gc.collect()
     return LoaderRun(
