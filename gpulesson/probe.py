@@ -33,6 +33,7 @@ Used by the lesson ``lessons/software-stack.md`` and by ``gpulesson probe``.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import platform
@@ -590,20 +591,44 @@ def to_text(report: ProbeReport) -> str:
     return "\n".join(lines)
 
 
+def markdown_text(value: object) -> str:
+    """``value`` as literal text in Markdown: no HTML, links, emphasis, code or cell breaks.
+
+    Machine facts (device and CPU names, versions, environment values such as
+    ``CUDA_VISIBLE_DEVICES``) come from the machine that runs the probe, so every page
+    and table that shows one escapes it.
+
+    >>> print(markdown_text("<script>x</script> [a](b) *c* `d` e|f"))
+    &lt;script&gt;x&lt;/script&gt; \\[a\\](b) \\*c\\* \\`d\\` e\\|f
+    """
+    text = html.escape(str(value), quote=False).replace("\\", "\\\\")
+    for char in "`*_[]|":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
 def to_markdown(report: ProbeReport) -> str:
-    """A Markdown table with the verdict as an admonition."""
+    """A Markdown table with the verdict as an admonition; every machine fact is escaped.
+
+    >>> from dataclasses import replace
+    >>> hostile = "<img src=x onerror=alert(1)>"
+    >>> report = replace(probe(), cuda_visible_devices=hostile, cpu_model=hostile)
+    >>> report = replace(report, verdict=replace(report.verdict, summary=hostile))
+    >>> "<img" in to_markdown(report), "&lt;img" in to_markdown(report)
+    (False, True)
+    """
     lines = ["| question | answer |", "|---|---|"]
-    lines += [f"| {key} | {value.replace('|', '/')} |" for key, value in _rows(report)]
+    lines += [f"| {key} | {markdown_text(value)} |" for key, value in _rows(report)]
     kind = "success" if report.verdict.code == "ok" else "info"
     lines += [
         "",
         f'!!! {kind} "Verdict: {report.verdict.case}"',
-        f"    {_verdict_line(report.verdict)}",
+        f"    {markdown_text(_verdict_line(report.verdict))}",  # machine facts inside
         "",
         f"    **Next step:** {report.verdict.fix}",
     ]
     for problem in report.problems:
-        lines += ["", f"    Probe step failed: {problem}"]
+        lines += ["", f"    Probe step failed: {markdown_text(problem)}"]
     return "\n".join(lines)
 
 

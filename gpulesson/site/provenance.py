@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulesson import __version__
-from gpulesson.probe import ProbeReport, probe
+from gpulesson.probe import ProbeReport, markdown_text, probe
 from gpulesson.units import format_gb, format_gib
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -127,21 +127,6 @@ def device_label(record: BuildRecord) -> str:
         return f"{record.device_name}, {size} unified memory"
     threads = f", {record.cpu_cores_logical} threads" if record.cpu_cores_logical else ""
     return f"CPU: {record.device_name}{threads}, {size} RAM"
-
-
-def markdown_text(value: object) -> str:
-    """``value`` as literal text in Markdown: no HTML, links, emphasis, code or cell breaks.
-
-    Machine facts (device and CPU names, versions, environment values) come from the
-    machine that builds the site, so they are escaped wherever a page shows them.
-
-    >>> print(markdown_text("<script>x</script> [a](b) *c* `d` e|f"))
-    &lt;script&gt;x&lt;/script&gt; \\[a\\](b) \\*c\\* \\`d\\` e\\|f
-    """
-    text = html.escape(str(value), quote=False).replace("\\", "\\\\")
-    for char in "`*_[]|":
-        text = text.replace(char, "\\" + char)
-    return text
 
 
 def stamp_html(record: BuildRecord, record_url: str) -> str:
