@@ -293,8 +293,10 @@ def test_capacity_table_matches_the_sources():
     assert [r.card_bytes for r in rows] == [c * GB for c in (8, 12, 16, 24, 80)]
     assert [round(r.entry("infer-fp16").params / 1e9, 1) for r in rows] == [4, 6, 8, 12, 40]
     assert [round(r.entry("sgd").params / 1e9, 1) for r in rows] == [1.3, 2.0, 2.7, 4.0, 13.3]
-    adam = [round(r.entry("fp16-fp32-grads").params / 1e9, 1) for r in rows]
-    assert adam == [0.6, 0.9, 1.1, 1.7, 5.7]
+    adam = [round(r.entry("amp").params / 1e9, 2) for r in rows]  # 16 B/param, the norm
+    assert adam == [0.5, 0.75, 1.0, 1.5, 5.0]
+    sources = capacity.capacity(uses=(capacity.CapacityUse(label="14", preset="fp16-fp32-grads"),))
+    assert [round(r.entries[0].params / 1e9, 1) for r in sources] == [0.6, 0.9, 1.1, 1.7, 5.7]
     assert all(e.params_with_headroom < e.params for r in rows for e in r.entries)
 
 

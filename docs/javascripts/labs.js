@@ -2,7 +2,8 @@
  *
  * Plain JavaScript, no dependencies, served from the site. Every number the
  * labs use comes from JSON written at build time by gpulesson/site/labs_hook.py
- * (assets/labs/*.json; rates, routes and the dispatch script from docs/labs.yml);
+ * (assets/labs/*.json; routes and the dispatch script from docs/labs.yml, the example
+ * rates from gpulesson/results/example_rates.json);
  * each quiz's questions are in its container's data-questions attribute; the
  * planner's formula is the one in gpulesson.memory.budget.
  * Each lab fills a container <div class="gl-lab" data-lab="NAME">; without

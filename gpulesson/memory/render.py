@@ -175,7 +175,7 @@ def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> 
 
     >>> from gpulesson.memory.capacity import capacity
     >>> print(capacity_markdown(capacity((24 * GB,))).splitlines()[-1])
-    | 24 | 22.35 | 12.0 | 4.0 | 1.7 |
+    | 24 | 22.35 | 12.0 | 4.0 | 1.5 |
     """
     suffix = " with headroom" if headroom else ""
     heads = "".join(
@@ -189,7 +189,7 @@ def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> 
     for r in rows:
         values = [e.params_with_headroom if headroom else e.params for e in r.entries]
         cells = " | ".join(f"{v / 1e9:.1f}" for v in values)
-        out.append(f"| {r.card_bytes / GB:g} | {r.card_bytes / GIB:.2f} | {cells} |")
+        out.append(f"| {r.card_bytes / GB:.3g} | {r.card_bytes / GIB:.2f} | {cells} |")
     return "\n".join(out)
 
 

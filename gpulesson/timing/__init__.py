@@ -1,7 +1,7 @@
 """Timing on CUDA, MPS and CPU: for each lesson figure, the function, result and renderer.
 
 Every measurement returns a frozen result of ``results`` (raw samples kept, spread judged);
-``render`` turns results into Markdown, text, JSON and SVG and never measures. The map,
+``render`` turns results into Markdown, text, JSON and charts and never measures. The map,
 as page -> function -> result -> renderer (modules of this package):
 
 - why-gpus, size sweep: ``bench.compare_devices`` -> ``results.SweepComparison`` ->
@@ -24,5 +24,6 @@ as page -> function -> result -> renderer (modules of this package):
 
 ``inputs`` checks names, sizes, threads and memory before torch is imported or anything
 is allocated; ``bench`` holds the timing discipline (warm-up, barriers,
-``blocked_autorange``); ``charts`` draws the SVG.
+``blocked_autorange``); ``charts`` builds Vega-Lite chart specs
+(drawn in the browser by the vendored renderer).
 """

@@ -80,6 +80,9 @@ def environment(repo: Path) -> dict[str, str]:
     }
     env["PYTHONPATH"] = str(repo)
     env["NO_MKDOCS_2_WARNING"] = "1"
+    # A cold build compiles from nothing: torch.compile's cache lives with the copy, so the
+    # default /tmp/torchinductor_<user> of earlier builds cannot make it warm.
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(repo / ".cache" / "torchinductor")
     return env
 
 
