@@ -36,6 +36,14 @@
   var uid = 0;
   function nextId(prefix) { uid += 1; return "gl-" + prefix + "-" + uid; }
 
+  /* Quiz text is plain text with `code` spans, as in the static copy: text nodes and
+   * <code> elements, never parsed as HTML. */
+  function withCode(text) {
+    return String(text).split("`").map(function (part, i) {
+      return i % 2 ? el("code", { text: part }) : part;
+    }).filter(function (part) { return part !== ""; });
+  }
+
   /* el("div", {class: "x", text: "..."}, [children]) */
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -353,13 +361,13 @@
     questions.forEach(function (q, qi) {
       var legendId = nextId("q");
       var fs = el("fieldset", { class: "gl-question" }, [
-        el("legend", { id: legendId }, [el("span", { class: "gl-qnum", text: String(qi + 1).padStart(2, "0") + " " }), q.prompt])
+        el("legend", { id: legendId }, [el("span", { class: "gl-qnum", text: String(qi + 1).padStart(2, "0") + " " })].concat(withCode(q.prompt)))
       ]);
       var done = false;
       var buttons = q.options.map(function (o, oi) {
-        var why = el("span", { class: "gl-why", hidden: true, text: o.why });
+        var why = el("span", { class: "gl-why", hidden: true }, withCode(o.why));
         var b = el("button", { type: "button", class: "gl-option", "data-option": String(oi) }, [
-          el("span", { class: "gl-option-text", text: String.fromCharCode(65 + oi) + ". " + o.text }), why
+          el("span", { class: "gl-option-text" }, [String.fromCharCode(65 + oi) + ". "].concat(withCode(o.text))), why
         ]);
         b.addEventListener("click", function () {
           b.classList.add("gl-picked");
@@ -374,7 +382,8 @@
             other.classList.toggle("gl-wrong", !q.options[k].correct);
             other.querySelector(".gl-why").hidden = false;
             var verdict = q.options[k].correct ? "Right: " : "Wrong: ";
-            other.querySelector(".gl-why").textContent = verdict + q.options[k].why;
+            other.querySelector(".gl-why").replaceChildren.apply(
+              other.querySelector(".gl-why"), [verdict].concat(withCode(q.options[k].why)));
           });
         });
         return b;
