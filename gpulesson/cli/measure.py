@@ -43,11 +43,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "measure",
         help="run the course's whole measurement suite here and write one result bundle (JSON)",
-        description="Run every measurement the course makes (matmul throughput and peak, "
-        "the stopwatch, launch overhead, memory bandwidth, host copies, CUDA context memory, "
-        "GPT memory, a provoked OOM, all-reduce) with the functions the lessons use, and "
-        "write one result bundle to --out FILE (a summary goes to stdout), or with --json "
-        "to stdout.",
+        description="Run every measurement the course's lessons make, with the functions "
+        "the lessons use (the suite's entries, and which of them run on this machine: "
+        "--list), and write one result bundle to --out FILE (a summary goes to stdout), or "
+        "with --json to stdout.",
     )
     parser.add_argument(
         "--out",
