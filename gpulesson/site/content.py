@@ -406,6 +406,11 @@ def configure(docs_dir: Path) -> Content:
     return content
 
 
+def configured() -> Content | None:
+    """The content :func:`configure` loaded for this build, or None outside a build."""
+    return _configured[0] if _configured else None
+
+
 def reset() -> None:
     """Forget the configured folder, so :func:`current` falls back to ``<cwd>/docs``."""
     _configured.clear()

@@ -574,10 +574,10 @@ def content_state() -> tuple[str, int] | None:
     names the configured content, so a re-read of an edited quiz reaches the worker).
     """
     module = sys.modules.get("gpulesson.site.content")
-    configured = getattr(module, "_configured", None)  # content.configure() keeps it there
-    if not configured:
+    content = module.configured() if module is not None else None
+    if content is None:
         return None
-    return str(configured[0].docs_dir), id(configured[0])
+    return str(content.docs_dir), id(content)
 
 
 def validator(
