@@ -14,7 +14,7 @@ import json
 import math
 import re
 
-from gpulesson.memory import budget, compute, recipes
+from gpulesson.memory import budget, comm, compute, recipes
 from gpulesson.memory import compute_render as compute_render
 from gpulesson.memory import render as budget_render
 from gpulesson.memory.shape import MAX_COUNT, short_number
@@ -181,7 +181,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--gpus",
         default="1",
         metavar="N",
-        help="GPUs for data parallel / sharding; with --gpu also the GPU count for training time",
+        help="GPUs for data parallel / sharding (a training budget then also reports the bytes "
+        "each GPU sends per optimizer step); with --gpu also the GPU count for training time",
     )
     parser.add_argument(
         "--zero",
@@ -419,8 +420,11 @@ def run(args: argparse.Namespace) -> int:
     result = build_budget(args)
     training = build_compute(args, result)
     verdicts = [budget.fits(result, card) for card in cards]
+    step_comm = comm.budget_comm(result)  # None for inference: no optimizer step
     if args.json:
         data = budget_render.to_dict(result)
+        if step_comm is not None:
+            data.update(budget_render.comm_to_dict(step_comm))
         if training is not None:
             data.update(compute_render.to_dict(*training))
         data["cards"] = [
@@ -443,6 +447,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if cards:
         print(f"  headroom rule: {budget.HEADROOM}")
+    if step_comm is not None and step_comm.gpus > 1:
+        print(budget_render.comm_to_text(step_comm))
     if training is not None:
         print(compute_render.to_text(*training))
     return 0

@@ -211,6 +211,23 @@ def step_comm(
     )
 
 
+def formula(zero: int) -> str:
+    """The stage's bytes per GPU per step as a formula in N, G, P (and A micro-batches).
+
+    >>> formula(3)
+    'A x (N-1)/N x (2P + G)'
+    """
+    formulas = {
+        0: "2(N-1)/N x G",
+        1: "(N-1)/N x (G + P)",
+        2: "(N-1)/N x (A x G + P)",
+        3: "A x (N-1)/N x (2P + G)",
+    }
+    if zero not in formulas:
+        raise ValueError(f"zero={zero!r} must be a ZeRO stage: 0 (no sharding), 1, 2 or 3")
+    return formulas[zero]
+
+
 def budget_comm(budget: Budget) -> StepComm | None:
     """The communication of a training budget's optimizer step; None for inference.
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from gpulesson.memory.budget import HEADROOM, Budget, CardVerdict, LeverTable, LogitsTensor
 from gpulesson.memory.capacity import CapacityRow, CardUnits
+from gpulesson.memory.comm import StepComm, formula
 from gpulesson.memory.recipes import DTYPE_BYTES, Recipe
 from gpulesson.units import GB, GIB, format_gb, format_gib
 
@@ -370,3 +371,46 @@ def kv_cache_markdown(budgets: dict[str, Budget]) -> str:
             f"{b.kv_cache_bytes / GIB:,.3f} |"
         )
     return "\n".join(out)
+
+
+# --- communication per step (``gpulesson budget --gpus N``; lessons/multi-gpu.md) ---------
+
+
+def comm_to_dict(comm: StepComm) -> dict[str, Any]:
+    """The step's communication for ``--json``: ``comm_bytes_per_step`` and its parts.
+
+    >>> from gpulesson.memory.comm import step_comm
+    >>> d = comm_to_dict(step_comm(gpus=8, zero=3, gradient_bytes=8, parameter_bytes=8))
+    >>> d["comm_bytes_per_step"], d["comm_formula"], len(d["comm_collectives"])
+    (21, 'A x (N-1)/N x (2P + G)', 3)
+    """
+    return {
+        "comm_bytes_per_step": comm.sent_bytes,
+        "comm_data_parallel_bytes": comm.data_parallel_bytes,
+        "comm_formula": formula(comm.zero_stage),
+        "comm_collectives": [asdict(c) for c in comm.collectives],
+    }
+
+
+def comm_to_text(comm: StepComm) -> str:
+    """Lines for the terminal: bytes each GPU sends per optimizer step, then each collective.
+
+    >>> from gpulesson.memory.comm import step_comm
+    >>> c = step_comm(gpus=8, zero=3, gradient_bytes=14e9, parameter_bytes=14e9)
+    >>> print(comm_to_text(c).splitlines()[0])
+    communication per optimizer step, each GPU sends 36.75 GB (ZeRO-3 over 8 GPUs: \
+A x (N-1)/N x (2P + G); 1.50x plain data parallel's 24.50 GB)
+    """
+    stage = f"ZeRO-{comm.zero_stage}" if comm.zero_stage else "data parallel"
+    lines = [
+        f"communication per optimizer step, each GPU sends {format_gb(comm.sent_bytes, 2)} "
+        f"({stage} over {comm.gpus} GPUs: {formula(comm.zero_stage)}; "
+        f"{comm.ratio_to_data_parallel:.2f}x plain data parallel's "
+        f"{format_gb(comm.data_parallel_bytes, 2)})"
+    ]
+    for c in comm.collectives:
+        lines.append(
+            f"  {c.collective} of the {c.tensor} ({c.phase}) x{c.times}: "
+            f"{format_gb(c.message_bytes, 2)} each, sends {format_gb(c.sent_bytes, 2)}"
+        )
+    return "\n".join(lines)
