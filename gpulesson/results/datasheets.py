@@ -14,9 +14,13 @@ questions:
    footnote), and the row says so.
 3. How big and how fast is its memory? ``memory_bytes`` (the stated GB read as GiB, see the
    file's ``rules``) and ``memory_bandwidth_bytes_per_s``.
+4. How fast are its links? ``interconnect`` (an :class:`Interconnect`, or None when the row
+   gives none): NVLink and PCIe x16 bandwidth per GPU as stated, both directions added, and
+   one direction's share (what a ring all-reduce's bus bandwidth is compared with).
 
 Used by :mod:`gpulesson.results.bundle` (plausibility checks), :mod:`gpulesson.results.compare`
-(fractions of the datasheet figure) and ``gpulesson budget --gpu`` (the peak its hours use).
+(fractions of the datasheet figure), ``gpulesson budget --gpu`` (the peak its hours use) and
+the multi-GPU lesson (:mod:`gpulesson.memory.comm`: link times).
 
 Beside the table, ``example_rates.json`` holds the course's example hourly rates per class of
 GPU (:func:`example_rates`), each class naming the datasheet ids it prices: the where-to-run
@@ -74,6 +78,97 @@ class Source:
     url: str
 
 
+INTERCONNECT_FIELDS = (
+    "nvlink_stated_gb_per_s",
+    "pcie_stated_gb_per_s",
+    "pcie_generation",
+    "stated",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interconnect:
+    """A GPU's links as its datasheet states them: per GPU, both directions added (GB/s).
+
+    ``nvlink_stated_gb_per_s`` is None for a card without NVLink. The vendor adds both
+    directions (see the file's ``rules``), so one direction carries half.
+
+    >>> get("h100-sxm").interconnect.nvlink_one_way_bytes_per_s / 1e9
+    450.0
+    """
+
+    nvlink_stated_gb_per_s: float | None
+    pcie_stated_gb_per_s: float
+    pcie_generation: int
+    stated: str
+
+    @property
+    def nvlink_one_way_bytes_per_s(self) -> float | None:
+        """Half the stated NVLink figure, in bytes per second: what one direction carries."""
+        if self.nvlink_stated_gb_per_s is None:
+            return None
+        return self.nvlink_stated_gb_per_s * 1e9 / 2
+
+    @property
+    def pcie_one_way_bytes_per_s(self) -> float:
+        """Half the stated PCIe x16 figure, in bytes per second: one direction.
+
+        >>> get("a100-80gb").interconnect.pcie_one_way_bytes_per_s / 1e9
+        32.0
+        """
+        return self.pcie_stated_gb_per_s * 1e9 / 2
+
+
+def _positive(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
+        raise ValueError(f"{where}: must be a positive number of GB/s, not {value!r}")
+    return float(value)
+
+
+def parse_interconnect(row_id: str, data: Any) -> Interconnect | None:
+    """Check one row's ``interconnect``; ``ValueError`` names the row and the field.
+
+    >>> parse_interconnect("x", None) is None
+    True
+    >>> parse_interconnect("x", {"nvlink_stated_gb_per_s": 900, "pcie_stated_gb_per_s": -1,
+    ...                          "pcie_generation": 5, "stated": "PCIe Gen5: 128GB/s"})
+    Traceback (most recent call last):
+    ...
+    ValueError: datasheet row 'x': interconnect: pcie_stated_gb_per_s: must be a positive \
+number of GB/s, not -1
+    """
+    if data is None:
+        return None
+    where = f"datasheet row {row_id!r}: interconnect"
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected the fields {', '.join(INTERCONNECT_FIELDS)}")
+    for key in data:
+        if key not in INTERCONNECT_FIELDS:
+            raise ValueError(
+                f"{where}: {key}: unknown field; the fields are {', '.join(INTERCONNECT_FIELDS)}"
+            )
+    for key in INTERCONNECT_FIELDS:
+        if key not in data:
+            raise ValueError(f"{where}: {key}: missing; add it (null for no NVLink)")
+    nvlink = data["nvlink_stated_gb_per_s"]
+    generation = data["pcie_generation"]
+    if isinstance(generation, bool) or generation not in (3, 4, 5, 6):
+        raise ValueError(f"{where}: pcie_generation: must be 3, 4, 5 or 6, not {generation!r}")
+    stated = data["stated"]
+    if not isinstance(stated, str) or "GB/s" not in stated:
+        raise ValueError(f"{where}: stated: quote the datasheet's line, with its GB/s")
+    return Interconnect(
+        nvlink_stated_gb_per_s=None
+        if nvlink is None
+        else _positive(f"{where}: nvlink_stated_gb_per_s", nvlink),
+        pcie_stated_gb_per_s=_positive(
+            f"{where}: pcie_stated_gb_per_s", data["pcie_stated_gb_per_s"]
+        ),
+        pcie_generation=int(generation),
+        stated=stated,
+    )
+
+
 @dataclass(frozen=True)
 class Datasheet:
     """One GPU's datasheet row."""
@@ -87,6 +182,7 @@ class Datasheet:
     peaks: dict[str, Peak]
     note: str
     sources: tuple[Source, ...]
+    interconnect: Interconnect | None = None
 
     @property
     def memory_bytes(self) -> int | None:
@@ -152,6 +248,7 @@ def _row(data: dict[str, Any]) -> Datasheet:
         peaks=peaks,
         note=str(data.get("note", "")),
         sources=tuple(Source(title=s["title"], url=s["url"]) for s in data["sources"]),
+        interconnect=parse_interconnect(str(data["id"]), data.get("interconnect")),
     )
 
 
