@@ -12,7 +12,9 @@ Each entry calls the function the lessons call and keeps its samples:
   (:func:`gpulesson.timing.roofline.measure_bandwidth`, the roofline lesson);
 * ``host_copies``: host-to-device (:func:`gpulesson.timing.bench.measure_transfer`) and
   device-to-host copies from pageable and pinned memory;
-* ``all_reduce``: bus bandwidth of an all-reduce across every visible GPU (more than one).
+* ``all_reduce``: bus bandwidth of an NCCL all-reduce across every visible GPU (more than
+  one), by message size (:func:`gpulesson.timing.allreduce.measure_nccl_sweep`, the
+  multi-GPU lesson); :func:`all_reduce_sweep` reads those rows back for the lesson.
 
 >>> [e.name for e in ENTRIES]
 ['cuda_context', 'stopwatch', 'launch_overhead', 'memory_bandwidth', 'host_copies', 'all_reduce']
@@ -25,11 +27,19 @@ from dataclasses import dataclass
 
 import torch
 
-from gpulesson.results.bundle import Measurement
+from gpulesson.results.bundle import Bundle, Measurement
 from gpulesson.results.measurements import seconds, single, throughput
 from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.timing.allreduce import (
+    AllReduceSweep,
+    AllReduceTiming,
+    measure_nccl_sweep,
+    size_label,
+    size_name,
+)
 from gpulesson.timing.bench import async_illusion, measure_transfer, plan_for
 from gpulesson.timing.launch import measure_launch_overhead
+from gpulesson.timing.results import OpResult
 from gpulesson.timing.roofline import measure_bandwidth, measure_op
 from gpulesson.units import GIB, MIB
 
@@ -304,38 +314,120 @@ def run_host_copies(context: Context) -> list[Measurement]:
     return out
 
 
+ALL_REDUCE_NAME = "all_reduce.bus_bandwidth"
+# The smallest message of the sweep; the largest is the plan's ``all_reduce_bytes``.
+ALL_REDUCE_MIN_BYTES = 64 * 2**10
+
+
+def all_reduce_sizes(context: Context) -> tuple[int, ...]:
+    """Message sizes for the all-reduce sweep: 64 KiB up to the plan's, four times apart.
+
+    The largest is halved until one tensor of it fits the memory budget (each GPU holds one).
+
+    >>> from gpulesson.results.suite import Device
+    >>> gpus = Device("cuda", "x", 80 * GIB, 80 * GIB, 8, (9, 0))
+    >>> [s // 2**20 for s in all_reduce_sizes(Context(device=gpus, quick=True))][-3:]
+    [4, 16, 64]
+    """
+    largest = _plan(context).all_reduce_bytes
+    while largest > ALL_REDUCE_MIN_BYTES and not context.fits(largest):
+        largest //= 2
+    sizes = [largest]
+    while sizes[-1] // 4 >= ALL_REDUCE_MIN_BYTES:
+        sizes.append(sizes[-1] // 4)
+    return tuple(sorted(sizes))
+
+
+def all_reduce_measurements(sweep: AllReduceSweep) -> list[Measurement]:
+    """One bus-bandwidth row per message size, plus the largest size as the headline.
+
+    Each row's samples are seconds per all-reduce and its ``bytes`` the bytes each GPU sends
+    (2(N-1)/N x the message), so the value is nccl-tests' bus bandwidth. The headline
+    ``all_reduce.bus_bandwidth`` repeats the largest size under a name every bundle shares.
+    """
+    out = []
+    for t in sweep.timings:
+        op = OpResult(
+            name="all-reduce",
+            device=sweep.device,
+            dtype=sweep.dtype,
+            threads=sweep.threads_per_rank,
+            samples_s=t.samples_s,
+            flops=0,
+            bytes_moved=round(t.sent_bytes),
+            calls_per_sample=t.calls_per_sample,
+        )
+        params = {
+            "gpus": sweep.ranks,
+            "message_bytes": t.message_bytes,
+            "backend": sweep.backend,
+            "sum_checked": sweep.check_ok,
+        }
+        label = f"all-reduce bus bandwidth over {sweep.ranks} GPUs, {size_label(t.message_bytes)}"
+        names = [f"{ALL_REDUCE_NAME}.{size_name(t.message_bytes)}"]
+        if t is sweep.largest:
+            names.append(ALL_REDUCE_NAME)
+        for name in names:
+            out.append(
+                throughput(
+                    op,
+                    name=name,
+                    entry="all_reduce",
+                    unit="B/s",
+                    label=label,
+                    headline=name == ALL_REDUCE_NAME,
+                    params=params,
+                )
+            )
+    return out
+
+
 def run_all_reduce(context: Context) -> list[Measurement]:
-    """Bus bandwidth of an in-process NCCL all-reduce over every visible GPU.
+    """Bus bandwidth of an in-process NCCL all-reduce over every visible GPU, by size.
 
     Bus bandwidth = message bytes x 2(N-1)/N over the time: what each GPU's link
     carries in a ring all-reduce (NCCL's nccl-tests define it so). The timed call
     synchronizes every GPU, so the clock stops when the last one is done.
     """
-    count = torch.cuda.device_count()
-    size = _plan(context).all_reduce_bytes
-    elements = size // 4
-    tensors = [torch.ones(elements, device=f"cuda:{i}") for i in range(count)]
-
-    def all_reduce() -> None:
-        torch.cuda.nccl.all_reduce(tensors)
-        for i in range(count):
-            torch.cuda.synchronize(i)
-
-    bus_bytes = int(size * 2 * (count - 1) / count)
-    r = measure_op(
-        "all-reduce", all_reduce, "cuda", "fp32", 0, bus_bytes, _plan(context).min_run_time_s
+    sweep = measure_nccl_sweep(
+        all_reduce_sizes(context), min_run_time_s=_plan(context).min_run_time_s
     )
-    return [
-        throughput(
-            r,
-            name="all_reduce.bus_bandwidth",
-            entry="all_reduce",
-            unit="B/s",
-            label=f"all-reduce bus bandwidth over {count} GPUs",
-            headline=True,
-            params={"gpus": count, "message_bytes": size},
+    return all_reduce_measurements(sweep)
+
+
+def all_reduce_sweep(bundle: Bundle | None) -> AllReduceSweep | None:
+    """The all-reduce rows of a bundle as a sweep (for a page), or None when it has none.
+
+    >>> all_reduce_sweep(None) is None
+    True
+    """
+    if bundle is None:
+        return None
+    prefix = ALL_REDUCE_NAME + "."
+    rows = [m for m in bundle.measurements if m.name.startswith(prefix)]
+    if not rows:
+        return None
+    timings = tuple(
+        AllReduceTiming(
+            message_bytes=int(m.params["message_bytes"]),
+            ranks=int(m.params["gpus"]),
+            samples_s=tuple(m.samples),
+            calls_per_sample=int(m.params.get("calls_per_sample") or 1),
         )
-    ]
+        for m in rows
+    )
+    first = rows[0]
+    return AllReduceSweep(
+        backend=str(first.params.get("backend", "nccl")),
+        device=str(first.params.get("device", "cuda")),
+        ranks=timings[0].ranks,
+        dtype=first.dtype or "fp32",
+        threads_per_rank=int(first.params.get("threads") or 1),
+        link=f"the links of the bundle's machine ({bundle.provenance.device_name})",
+        timings=tuple(sorted(timings, key=lambda t: t.message_bytes)),
+        check_ok=all(bool(m.params.get("sum_checked", True)) for m in rows),
+        wall_s=None,
+    )
 
 
 def _is(device_type: str):
@@ -384,7 +476,7 @@ ENTRIES = (
     ),
     SuiteEntry(
         name="all_reduce",
-        description="all-reduce bus bandwidth across the visible GPUs",
+        description="NCCL all-reduce bus bandwidth by message size across the visible GPUs",
         applies=_many_gpus,
         needs="more than one CUDA GPU",
         run=run_all_reduce,
