@@ -216,7 +216,7 @@ def section_markdown(stem: str, fact_values: Mapping[str, Any] | None = None) ->
     interactive quiz shows this build's numbers too. The glossary's tooltip
     lines are repeated because an executed block's output is converted on its own.
 
-    >>> text = section_markdown("roofline")
+    >>> text = section_markdown("roofline", {"roofline.ridge": 4.2})
     >>> text.startswith('<div class="gl-quiz" data-quiz="roofline" data-questions="[{&quot;')
     True
     """
