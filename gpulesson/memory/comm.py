@@ -25,8 +25,11 @@ model, and A micro-batches of gradient accumulation per step:
 
 The algorithm is arithmetic on byte counts; the trade-off is that it prices volume, not
 time: latency per call, overlap with compute and the links' topology are left to the
-lesson that measures them. Used by the lesson ``lessons/multi-gpu.md`` and by
-``gpulesson budget --gpus N --zero S`` (``comm_bytes_per_step``).
+lesson that measures them. :func:`link_times` sets a byte count against the NVLink and
+PCIe figures of the datasheet table (one direction, half the stated figure), and
+:func:`zero_tradeoffs` puts each stage's memory per GPU beside its bytes. Used by the lesson
+``lessons/multi-gpu.md`` and by ``gpulesson budget --gpus N --zero S``
+(``comm_bytes_per_step``).
 
 >>> c = step_comm(gpus=8, zero=3, gradient_bytes=14e9, parameter_bytes=14e9)
 >>> c.sent_bytes / 1e9, c.ratio_to_data_parallel
@@ -37,9 +40,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from gpulesson.memory.budget import Budget, persistent_terms
+from gpulesson.memory.budget import Budget, estimate, persistent_terms
 from gpulesson.memory.recipes import DTYPE_BYTES
+from gpulesson.results import datasheets
 
 COLLECTIVES = ("all-reduce", "reduce-scatter", "all-gather")
 ZERO_STAGES = (0, 1, 2, 3)
@@ -86,6 +91,34 @@ def ring_all_reduce_bytes(message_bytes: float, gpus: int) -> float:
     (1000.0, 1500.0)
     """
     return sent_fraction("all-reduce", gpus) * _check_bytes("message_bytes", message_bytes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RingRow:
+    """One GPU count: the share of the message each GPU sends in an all-reduce, and bytes."""
+
+    gpus: int
+    share: float
+    message_bytes: float
+    sent_bytes: float
+
+
+def ring_rows(message_bytes: float, gpus: tuple[int, ...]) -> tuple[RingRow, ...]:
+    """What each GPU sends in a ring all-reduce of ``message_bytes``, for several GPU counts.
+
+    >>> [(r.gpus, r.share) for r in ring_rows(1e9, (2, 4, 8))]
+    [(2, 1.0), (4, 1.5), (8, 1.75)]
+    """
+    message = _check_bytes("message_bytes", message_bytes)
+    return tuple(
+        RingRow(
+            gpus=n,
+            share=sent_fraction("all-reduce", n),
+            message_bytes=message,
+            sent_bytes=ring_all_reduce_bytes(message, n),
+        )
+        for n in gpus
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -278,3 +311,98 @@ def transfer_s(sent_bytes: float, bus_bytes_per_s: float) -> float:
             f"bus_bytes_per_s={bus_bytes_per_s!r} must be a positive bandwidth in bytes per second"
         )
     return sent / bus_bytes_per_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkTime:
+    """How long one GPU takes to send some bytes over one of its links, at the stated peak.
+
+    ``stated_gb_per_s`` is the datasheet's figure (both directions added); the time uses
+    one direction, half of it.
+    """
+
+    gpu_id: str
+    gpu_name: str
+    link: str
+    stated_gb_per_s: float
+    one_way_bytes_per_s: float
+    sent_bytes: float
+    seconds: float
+
+
+def link_times(sent_bytes: float, gpu_ids: tuple[str, ...]) -> tuple[LinkTime, ...]:
+    """Seconds to send ``sent_bytes`` over each GPU's NVLink and PCIe x16, one direction.
+
+    A teaching bound: the links' stated peak, which a collective never quite reaches.
+
+    >>> [(t.link, round(t.seconds * 1e3, 1)) for t in link_times(24.5e9, ("h100-sxm",))]
+    [('NVLink', 54.4), ('PCIe Gen5 x16', 382.8)]
+    >>> link_times(1, ("apple-m4",))
+    Traceback (most recent call last):
+    ...
+    ValueError: datasheet row 'apple-m4' states no interconnect: use one of a100-40gb, \
+a100-80gb, a100-80gb-pcie, h100-sxm, h100-pcie, h200
+    """
+    sent = _check_bytes("sent_bytes", sent_bytes)
+    with_links = tuple(row.id for row in datasheets.all_rows() if row.interconnect is not None)
+    out = []
+    for gpu_id in gpu_ids:
+        row = datasheets.get(gpu_id)
+        link = row.interconnect
+        if link is None:
+            raise ValueError(
+                f"datasheet row {gpu_id!r} states no interconnect: use one of "
+                f"{', '.join(with_links)}"
+            )
+        pairs = [(f"PCIe Gen{link.pcie_generation} x16", link.pcie_stated_gb_per_s)]
+        if link.nvlink_stated_gb_per_s is not None:
+            pairs.insert(0, ("NVLink", link.nvlink_stated_gb_per_s))
+        for name, stated in pairs:
+            one_way = stated * 1e9 / 2
+            out.append(
+                LinkTime(
+                    gpu_id=row.id,
+                    gpu_name=row.name,
+                    link=name,
+                    stated_gb_per_s=stated,
+                    one_way_bytes_per_s=one_way,
+                    sent_bytes=sent,
+                    seconds=transfer_s(sent, one_way),
+                )
+            )
+    return tuple(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZeroRow:
+    """One ZeRO stage of a run: its memory per GPU (the budget) and its communication."""
+
+    stage: int
+    budget: Budget
+    comm: StepComm
+    link_time: LinkTime | None = None  # the step's bytes on a GPU's fastest stated link
+
+
+def zero_tradeoffs(
+    base: dict[str, Any], gpus: int, link_gpu: str | None = None
+) -> tuple[ZeroRow, ...]:
+    """Stages 0 to 3 of one run on ``gpus`` GPUs: memory per GPU and bytes sent per step.
+
+    ``base`` holds :func:`gpulesson.memory.budget.estimate`'s keyword arguments (a
+    training run); each stage is ``estimate(**base, gpus=gpus, zero=stage)``. With
+    ``link_gpu`` (a datasheet id), each row also times its bytes on that GPU's fastest
+    stated link, one direction (:func:`link_times`).
+
+    >>> rows = zero_tradeoffs({"params": 7e9, "preset": "mixed-fp32-master"}, 8)
+    >>> [(r.stage, round(r.budget.total_bytes / 1e9, 2), r.comm.sent_bytes / 1e9) for r in rows]
+    [(0, 112.0, 24.5), (1, 38.5, 24.5), (2, 26.25, 24.5), (3, 14.0, 36.75)]
+    """
+    rows = []
+    for stage in ZERO_STAGES:
+        b = estimate(**{**base, "gpus": gpus, "zero": stage})
+        c = budget_comm(b)
+        if c is None:
+            raise ValueError(f"preset {b.preset!r} does not train: pick a training preset")
+        link = link_times(c.sent_bytes, (link_gpu,))[0] if link_gpu else None
+        rows.append(ZeroRow(stage=stage, budget=b, comm=c, link_time=link))
+    return tuple(rows)

@@ -1,0 +1,120 @@
+"""Render the multi-GPU lesson's arithmetic: ring shares, link times, ZeRO stages, TP, bubbles.
+
+One job: format what :mod:`gpulesson.memory.comm` and :mod:`gpulesson.memory.parallel`
+compute as Markdown tables; nothing here computes a figure of its own. Bytes are in GB
+(10^9) or, for activations that are powers of two, MiB and GiB (2^20, 2^30); bandwidths
+in GB/s (10^9 bytes per second); times in milliseconds. Used by the lesson
+``lessons/multi-gpu.md``.
+
+>>> from gpulesson.memory.comm import ring_rows
+>>> print(ring_markdown(ring_rows(14e9, (2, 8))).splitlines()[-1])
+| 8 | 1.750 | 14.0 | 24.5 |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpulesson.memory.comm import LinkTime, RingRow, ZeroRow, formula
+from gpulesson.memory.parallel import BubbleRow, TensorParallelStep
+from gpulesson.units import GB, GIB, MIB
+
+
+def ring_markdown(rows: Sequence[RingRow]) -> str:
+    """Each GPU count's share 2(N-1)/N and what each GPU sends, in GB."""
+    out = [
+        "| GPUs (N) | 2(N-1)/N | gradients (GB) | each GPU sends (GB) |",
+        "|---:|---:|---:|---:|",
+    ]
+    out += [
+        f"| {r.gpus} | {r.share:.3f} | {r.message_bytes / GB:,.1f} | {r.sent_bytes / GB:,.1f} |"
+        for r in rows
+    ]
+    return "\n".join(out)
+
+
+def links_markdown(rows: Sequence[LinkTime]) -> str:
+    """Each GPU's links as stated, one direction's share, and the time to send the bytes.
+
+    >>> from gpulesson.memory.comm import link_times
+    >>> print(links_markdown(link_times(24.5e9, ("h100-sxm",))).splitlines()[2])
+    | NVIDIA H100 SXM5 80GB | NVLink | 900 | 450 | 54.4 |
+    """
+    out = [
+        "| GPU | link | stated, both directions (GB/s) | one direction (GB/s) | time (ms) |",
+        "|---|---|---:|---:|---:|",
+    ]
+    out += [
+        f"| {r.gpu_name} | {r.link} | {r.stated_gb_per_s:,.0f} | "
+        f"{r.one_way_bytes_per_s / GB:,.0f} | {r.seconds * 1e3:,.1f} |"
+        for r in rows
+    ]
+    return "\n".join(out)
+
+
+def zero_markdown(rows: Sequence[ZeroRow]) -> str:
+    """Each ZeRO stage: memory per GPU, the formula, bytes each GPU sends, and (when the rows
+    carry a link time) the time at that link's one-direction peak.
+
+    >>> from gpulesson.memory.comm import zero_tradeoffs
+    >>> rows = zero_tradeoffs({"params": 7e9, "preset": "mixed-fp32-master"}, 8, "h100-sxm")
+    >>> print(zero_markdown(rows).splitlines()[-1])
+    | 3 (FSDP full shard) | 14.00 | A x (N-1)/N x (2P + G) | 36.75 | 1.50 | 82 |
+    """
+    names = {0: "0 (plain data parallel)", 3: "3 (FSDP full shard)"}
+    link = rows[0].link_time if rows else None
+    head = "| stage | memory per GPU (GB) | bytes each GPU sends | sent per step (GB) | x stage 0 |"
+    rule = "|---|---:|---|---:|---:|"
+    if link is not None:
+        head += f" time on {link.link}, {link.one_way_bytes_per_s / GB:,.0f} GB/s (ms) |"
+        rule += "---:|"
+    out = [head, rule]
+    for r in rows:
+        line = (
+            f"| {names.get(r.stage, str(r.stage))} | {r.budget.total_bytes / GB:,.2f} | "
+            f"{formula(r.stage)} | {r.comm.sent_bytes / GB:,.2f} | "
+            f"{r.comm.ratio_to_data_parallel:.2f} |"
+        )
+        if r.link_time is not None:
+            line += f" {r.link_time.seconds * 1e3:,.0f} |"
+        out.append(line)
+    return "\n".join(out)
+
+
+def tensor_parallel_markdown(step: TensorParallelStep, links: Sequence[LinkTime]) -> str:
+    """A tensor-parallel micro-batch's all-reduces, and their time on each link given.
+
+    ``links`` are :func:`gpulesson.memory.comm.link_times` of ``step.sent_bytes``.
+    """
+    out = [
+        "| quantity | value |",
+        "|---|---:|",
+        f"| all-reduces per micro-batch (4 per layer x {step.layers} layers) | "
+        f"{step.all_reduces:,} |",
+        f"| one all-reduce: batch x seq x hidden x bytes | {step.message_bytes / MIB:,.0f} MiB |",
+        f"| each GPU sends per micro-batch (t = {step.tensor_parallel}) | "
+        f"{step.sent_bytes / GIB:,.2f} GiB |",
+    ]
+    out += [
+        f"| time on {t.gpu_name}'s {t.link}, {t.one_way_bytes_per_s / GB:,.0f} GB/s one way | "
+        f"{t.seconds * 1e3:,.0f} ms |"
+        for t in links
+    ]
+    return "\n".join(out)
+
+
+def bubble_markdown(rows: Sequence[BubbleRow]) -> str:
+    """The idle share of a pipeline step, one row per depth, one column per micro-batch count.
+
+    >>> from gpulesson.memory.parallel import bubble_table
+    >>> print(bubble_markdown(bubble_table((4,), (1, 8))).splitlines()[-1])
+    | 4 | 75% | 27% |
+    """
+    counts = [m for m, _ in rows[0].fractions] if rows else []
+    out = [
+        "| stages (p) | " + " | ".join(f"m = {m}" for m in counts) + " |",
+        "|---:|" + "---:|" * len(counts),
+    ]
+    for r in rows:
+        out.append(f"| {r.stages} | " + " | ".join(f"{f:.0%}" for _, f in r.fractions) + " |")
+    return "\n".join(out)
