@@ -3,7 +3,9 @@
 Markers (registered in pyproject.toml) are set here from where a test lives and what it
 uses, so ``pytest -m "not browser and not site and not notebooks"`` is the fast inner loop:
 
-* ``site``: the test uses the strictly built site (``built_site``) or builds one itself;
+* ``site``: the test uses the strictly built site (``built_site``), builds one itself, or
+  runs a lesson page's executed blocks (the Python fences of ``docs/`` through
+  pytest-markdown-docs, and the per-lesson page tests): the strict build runs them too;
 * ``browser``: the test drives Chromium (``tests/test_*browser*.py``);
 * ``notebooks``: the test executes the companion notebooks (checks of their text are fast
   and stay in the loop);
@@ -34,6 +36,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: Tests that run ``mkdocs build`` themselves (a fixture site, or the course until it fails).
 _SLOW_BUILD_TESTS = ("test_a_real_build_", "test_require_cuda_fails_")
+#: Test modules that run a lesson page's executed blocks in order (claims, quiz answers).
+_PAGE_MODULES = ("_page", "_lesson", "_lessons_quizzes")
+DOCS = REPO / "docs"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,7 +56,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
         if module == "test_notebooks" and item.name.startswith("test_notebook_runs_"):
             item.add_marker(pytest.mark.notebooks)
-        if "built_site" in fixtures or item.name.startswith(_SLOW_BUILD_TESTS):
+        runs_a_page = Path(str(item.fspath)).is_relative_to(DOCS) or (
+            module.startswith("test_") and module.endswith(_PAGE_MODULES)
+        )
+        if "built_site" in fixtures or item.name.startswith(_SLOW_BUILD_TESTS) or runs_a_page:
             item.add_marker(pytest.mark.site)
 
 

@@ -116,7 +116,10 @@ def test_chunked_loss_computes_the_same_loss_and_gradients():
 
 
 def test_chunked_loss_estimate_meets_the_accuracy_target():
-    rows = run_accuracy(chunked_loss_cases(), mode="fake")
+    # a small and the GPT-2 vocabulary (where the loss, or the tied head's gradient, sets the
+    # peak); the accuracy benchmark measures all of chunked_loss_cases()
+    cases = chunked_loss_cases()
+    rows = run_accuracy([cases[0], cases[2]], mode="fake")
     summary = accuracy_summary(rows)
     assert summary["max_abs_error"] <= 0.10
     assert summary["median_abs_error"] <= 0.05

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,16 +71,39 @@ def test_the_wheel_carries_its_data_files(installed: Path):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize(
-    ("args", "stdin", "expected"),
-    [
-        (("probe",), "", "Verdict:"),
-        (("bench", "--sizes", "32", "--device", "cpu"), "", "GFLOP/s"),
-        (("budget", "--params", "7e9", "--preset", "amp"), "", "112.00 GB"),
-        (("diagnose", "-"), OOM, "exhaustion"),
-    ],
+RUNS = (
+    (("probe",), "", "Verdict:"),
+    (("bench", "--sizes", "32", "--device", "cpu"), "", "GFLOP/s"),
+    (("budget", "--params", "7e9", "--preset", "amp"), "", "112.00 GB"),
+    (("diagnose", "-"), OOM, "exhaustion"),
 )
-def test_every_subcommand_runs_from_the_installed_wheel(installed: Path, args, stdin, expected):
-    result = _gpulesson(installed, *args, stdin=stdin)
-    assert result.returncode == 0, result.stderr
-    assert expected in result.stdout
+
+# One interpreter runs the four subcommands in turn (torch is imported once), each with its
+# own stdin and captured output, exactly as main() runs for the console script.
+SCRIPT = """
+import contextlib, io, json, sys
+from gpulesson.cli import main
+for args, stdin in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        code = main(args)
+    print(json.dumps([code, out.getvalue()]))
+"""
+
+
+def test_every_subcommand_runs_from_the_installed_wheel(installed: Path):
+    runs = [[list(args), stdin] for args, stdin, _ in RUNS]
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(runs)],
+        cwd=installed.parent,  # not a clone: no docs/, no results/
+        env={**os.environ, "PYTHONPATH": str(installed)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    outputs = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    assert len(outputs) == len(RUNS)
+    for (args, _, expected), (code, out) in zip(RUNS, outputs, strict=True):
+        assert code == 0 and expected in out, (args, code, out[-500:])
