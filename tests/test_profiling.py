@@ -109,7 +109,7 @@ def test_shares_are_of_all_self_time_and_the_top_op_leads():
 
 
 def test_labels_are_rows_of_their_own_kind_with_total_time_over_self_time():
-    a = torch.ones(64, 64)
+    a = torch.ones(384, 384)  # enough work that the matmul, not the label, holds the time
 
     def fn() -> None:
         with record_function("work"):
