@@ -81,10 +81,28 @@ def zero_markdown(rows: Sequence[ZeroRow]) -> str:
     return "\n".join(out)
 
 
-def tensor_parallel_markdown(step: TensorParallelStep, links: Sequence[LinkTime]) -> str:
-    """A tensor-parallel micro-batch's all-reduces, and their time on each link given.
+def tensor_parallel_markdown(
+    step: TensorParallelStep, links: Sequence[LinkTime], compute_s: float
+) -> str:
+    """A tensor-parallel micro-batch's all-reduces, their time on each link, and its compute.
 
-    ``links`` are :func:`gpulesson.memory.comm.link_times` of ``step.sent_bytes``.
+    ``links`` are :func:`gpulesson.memory.comm.link_times` of ``step.sent_bytes``;
+    ``compute_s`` is the micro-batch's arithmetic time it is set against (the caller says
+    at which rate).
+
+    >>> from gpulesson.memory.comm import link_times
+    >>> from gpulesson.memory.parallel import tensor_parallel_step
+    >>> s = tensor_parallel_step(batch=1, seq=1024, hidden=1024, layers=2, tensor_parallel=2,
+    ...                          bytes_per_value=2)
+    >>> print(tensor_parallel_markdown(s, link_times(s.sent_bytes, ("h100-sxm",)), 0.5))
+    | quantity | value |
+    |---|---:|
+    | all-reduces per micro-batch (4 per layer x 2 layers) | 8 |
+    | one all-reduce: batch x seq x hidden x bytes | 2 MiB |
+    | each GPU sends per micro-batch (t = 2) | 0.02 GiB |
+    | time on NVIDIA H100 SXM5 80GB's NVLink, 450 GB/s one way | 0 ms |
+    | time on NVIDIA H100 SXM5 80GB's PCIe Gen5 x16, 64 GB/s one way | 0 ms |
+    | arithmetic of the micro-batch | 500 ms |
     """
     out = [
         "| quantity | value |",
@@ -100,6 +118,7 @@ def tensor_parallel_markdown(step: TensorParallelStep, links: Sequence[LinkTime]
         f"{t.seconds * 1e3:,.0f} ms |"
         for t in links
     ]
+    out.append(f"| arithmetic of the micro-batch | {compute_s * 1e3:,.0f} ms |")
     return "\n".join(out)
 
 

@@ -68,8 +68,8 @@ def gpu_needed_markdown() -> str:
     """
     return (
         '!!! note "These rows need more than one GPU"\n'
-        "    This build has fewer than two CUDA GPUs and no reference result bundle with the "
-        "`all_reduce` rows, so NCCL's bus bandwidth by message size is not shown. On a "
+        "    This build has fewer than two CUDA GPUs, and no reference result bundle it may show "
+        "has the `all_reduce` rows, so NCCL's bus bandwidth by message size is not shown. On a "
         "machine with two or more GPUs, `gpulesson measure --only all_reduce` records it, and "
         "the snippet below prints it."
     )
