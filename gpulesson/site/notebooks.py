@@ -78,6 +78,9 @@ SNIPPET_RUNS: dict[str, SnippetRun] = {
     "loader_benchmark.py": SnippetRun(
         (), ("--batch-size", "8", "--batches", "6", "--words", "200")
     ),
+    # Two CPU processes over loopback on every runtime (one GPU has no partner); a CPU
+    # runtime times three sizes, fewer times, so the cell takes a few seconds.
+    "allreduce_bench.py": SnippetRun((), ("--sizes", "64KiB,1MiB,16MiB", "--repeats", "5")),
 }
 
 

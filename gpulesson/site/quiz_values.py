@@ -415,3 +415,30 @@ def adam_first_step(facts: Mapping[str, Any]) -> dict[str, str]:
         "one_moment": about(4 * n / 2**20),
         "whole_bill": about(16 * n / 2**20),
     }
+
+
+def allreduce_time_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """An all-reduce four times the largest measured size on two ranks (ms), and three slips.
+
+    Reads ``multigpu.gloo_largest_bus_gbs`` (bus bandwidth at the largest size, GB/s) and
+    ``multigpu.gloo_largest_bytes``. With two ranks 2(N-1)/N is 1, so the ring formula gives
+    4 x size / bus bandwidth (``ring``). ``factor_two`` doubles it (2(N-1)/N read as 2);
+    ``eight_gpus`` uses eight GPUs' factor, 1.75; ``bits`` divides bytes by a rate in bits
+    (8 times too long). Refuses readings that would make two options read the same.
+
+    >>> allreduce_time_readings({"multigpu.gloo_largest_bus_gbs": 0.8,
+    ...                          "multigpu.gloo_largest_bytes": 67108864})
+    {'ring': '340', 'factor_two': '670', 'eight_gpus': '590', 'bits': '2,700', 'size_mib': '256'}
+    """
+    bus = float(facts["multigpu.gloo_largest_bus_gbs"]) * 1e9
+    size = 4 * float(facts["multigpu.gloo_largest_bytes"])
+    ms = size / bus * 1e3
+    values = {
+        "ring": about(ms),
+        "factor_two": about(2 * ms),
+        "eight_gpus": about(1.75 * ms),
+        "bits": about(8 * ms),
+    }
+    if len(set(values.values())) != len(values):
+        raise ValueError(f"allreduce_time_readings: two options read the same: {values}")
+    return {**values, "size_mib": f"{size / 2**20:,.0f}"}
