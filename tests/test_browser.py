@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import shutil
 import threading
@@ -254,18 +255,33 @@ def test_timing_lab_shows_the_illusion_and_the_honest_number(site_url: str, watc
 def test_quiz_scores_and_explains_every_option(site_url: str, watched):
     page = watched.open(site_url + "lessons/where-to-run/")
     quiz = ".gl-quiz"
+    questions = json.loads(page.get_attribute(quiz, "data-questions"))
+    total = len(questions)
+    right = [o["correct"] for o in questions[0]["options"]].index(True)
+    wrong = [o["correct"] for o in questions[1]["options"]].index(False)
     assert page.is_hidden(".gl-quiz-static")
     first = page.locator(f"{quiz} .gl-question").first
     assert not first.locator(".gl-why").first.is_visible()  # no spoilers before answering
-    first.locator(".gl-option").nth(1).click()  # the right answer to question 1
-    first.locator(".gl-option").nth(0).click()  # a second click does not count
+    first.locator(".gl-option").nth(right).click()
+    first.locator(".gl-option").nth((right + 1) % 2).click()  # a second click does not count
     score = page.inner_text(f'{quiz} [data-out="score"]')
-    assert score.startswith("1 / 3 answered · 1 correct")
+    assert score.startswith(f"1 / {total} answered · 1 correct")
     whys = first.locator(".gl-why")
     assert all(whys.nth(i).is_visible() for i in range(whys.count()))
     second = page.locator(f"{quiz} .gl-question").nth(1)
-    second.locator(".gl-option").nth(0).click()  # wrong
-    assert page.inner_text(f'{quiz} [data-out="score"]').startswith("2 / 3 answered · 1 correct")
+    second.locator(".gl-option").nth(wrong).click()
+    assert page.inner_text(f'{quiz} [data-out="score"]').startswith(
+        f"2 / {total} answered · 1 correct"
+    )
+
+
+def test_quiz_code_spans_are_code_not_backticks(site_url: str, watched):
+    page = watched.open(site_url + "lessons/cuda-errors/")
+    prompts = [q["prompt"] for q in json.loads(page.get_attribute(".gl-quiz", "data-questions"))]
+    with_code = [i for i, prompt in enumerate(prompts) if "`" in prompt]
+    assert with_code, "the cuda-errors quiz quotes an error message in a prompt"
+    legend = page.locator(".gl-quiz .gl-question legend").nth(with_code[0])
+    assert legend.locator("code").count() >= 1 and "`" not in legend.inner_text()
 
 
 def test_flashcards_flip_with_the_keyboard(site_url: str, watched):
