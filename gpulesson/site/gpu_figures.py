@@ -86,7 +86,7 @@ def stamp_markdown(ref: Sourced) -> str:
         f"    This build has no CUDA GPU. The GPU figures below were measured by "
         f"`gpulesson measure` ({suite}) on **{p.device_name}** on {ref.date} "
         f"({software}), bundle `results/reference/{ref.file}`. "
-        "See [Results across GPUs](../results.md) for every bundle."
+        "See [Results across GPUs](../../results/) for every bundle."
     )
 
 

@@ -54,7 +54,7 @@ def _notice(bundles: tuple[Sourced, ...]) -> str:
             '!!! note "No result bundles yet"\n'
             "    No bundle has been committed under `results/` yet, so there is nothing to "
             "show here. Make one with `gpulesson measure --out mine.json` and see "
-            "[Compare your machine](compare.md) for how to send it."
+            "[Compare your machine](../compare/) for how to send it."
         )
     if not gpus:
         return (

@@ -653,7 +653,7 @@ def gpu_peaks_markdown(
         return (
             "No CUDA GPU in this build and no reference result bundle, so no GPU matmul was "
             "measured for this table. The datasheet peaks of common GPUs, with their sources, "
-            "are on [Results across GPUs](../results.md)."
+            "are on [Results across GPUs](../../results/)."  # a site URL: not rewritten
         )
     by_dtype = {m.dtype: m for m in measured if m.dtype}
     dtypes = [
