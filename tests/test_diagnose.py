@@ -612,3 +612,13 @@ def test_the_diagnose_and_probe_commands_import_heavy_modules_lazily():
     report = json.loads(result.stdout)
     assert report["diagnose"] == [] and report["probe"] == []
     assert report["diagnose_gpulesson"] == [] and report["probe_gpulesson"] == []
+
+
+def test_the_allocators_numbers_alone_are_read_as_a_cuda_oom(run_cli):
+    fragment = (
+        "Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB already "
+        "allocated; 3.03 GiB free; 1.24 GiB reserved in total by PyTorch)"
+    )
+    result = run_cli("diagnose", "-", stdin=fragment)
+    assert result.returncode == 0, result.stderr
+    assert "Kind: cuda_oom" in result.stdout and "Verdict: outside_allocator" in result.stdout

@@ -221,6 +221,9 @@ SIGNATURES: tuple[Signature, ...] = (
             "cudaerrormemoryallocation",
             "torch.outofmemoryerror",
             "torch.cuda.outofmemoryerror",
+            # the numbers of the caching allocator's own message, quoted without its start
+            "reserved in total by pytorch",
+            "reserved by pytorch but unallocated",
         ),
     ),
     Signature(

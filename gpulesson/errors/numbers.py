@@ -227,7 +227,11 @@ CUDA_OOM_PHRASES: tuple[str, ...] = (
 
 def cuda_numbers(haystack: Haystack) -> OomNumbers:
     """The numbers of the last CUDA out-of-memory message in the text."""
-    found = message_at(haystack, CUDA_OOM_PHRASES) or message_at(haystack, ("outofmemoryerror",))
+    found = (
+        message_at(haystack, CUDA_OOM_PHRASES)
+        or message_at(haystack, ("outofmemoryerror",))
+        or message_at(haystack, ("tried to allocate",))  # the numbers quoted on their own
+    )
     if found is None:
         return OomNumbers()
     seg, _ = found
