@@ -23,12 +23,14 @@ import stat
 import subprocess
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
+from pytest_markdown_docs.plugin import MarkdownDocstringCodeModule
 
 from gpulesson import probe as probe_module
 
@@ -39,6 +41,42 @@ _SLOW_BUILD_TESTS = ("test_a_real_build_", "test_require_cuda_fails_")
 #: Test modules that run a lesson page's executed blocks in order (claims, quiz answers).
 _PAGE_MODULES = ("_page", "_lesson", "_lessons_quizzes")
 DOCS = REPO / "docs"
+
+
+class _MarkdownFilesOnly:
+    """Keep pytest-markdown-docs to the Markdown files.
+
+    With ``--markdown-docs`` the plugin also imports every Python module and walks each of
+    its classes and functions for fenced code in docstrings: about 10 s of every run here,
+    and it finds none, because this project's docstring examples are doctests (a test in
+    ``test_layers.py`` keeps it so).
+    """
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collect_file(self, file_path: Path) -> Generator[None, list, list]:
+        collected = yield
+        if file_path.suffix != ".py":
+            return collected
+        return [c for c in collected if not isinstance(c, MarkdownDocstringCodeModule)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered as a plugin (not a conftest hook) so it applies to gpulesson/ too.
+    config.pluginmanager.register(_MarkdownFilesOnly(), "markdown-files-only")
+    _share_the_cores()
+
+
+def _share_the_cores() -> None:
+    """Under pytest-xdist, give each worker its share of the cores for torch's threads.
+
+    Two workers that each run 2-thread matmuls on 2 cores slow every multi-threaded kernel
+    several-fold, and the lesson claims that compare timings (a large matmul outruns a
+    small one) would read that contention. Subprocesses (snippets, site builds) keep
+    torch's default.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        torch.set_num_threads(max(1, torch.get_num_threads() // workers))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -235,7 +273,19 @@ def mkdocs_build(site_dir: Path, **env: str) -> subprocess.CompletedProcess[str]
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    site = tmp_path_factory.mktemp("site")
-    result = mkdocs_build(site)
-    assert result.returncode == 0, f"strict build failed:\n{result.stderr[-4000:]}"
+    """The course, built strictly once a run.
+
+    Under pytest-xdist every worker asks for it; the first builds it into the run's shared
+    temporary folder while the others wait on a lock, then all read the same site (the
+    recipe in pytest-xdist's docs). Tests read it and never change it.
+    """
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # shared by the run's workers
+    site, done = run_dir / "built-site", run_dir / "built-site.done"
+    with FileLock(run_dir / "built-site.lock"):
+        if not done.exists():
+            result = mkdocs_build(site)
+            assert result.returncode == 0, f"strict build failed:\n{result.stderr[-4000:]}"
+            done.touch()
     return site

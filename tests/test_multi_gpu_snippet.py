@@ -59,7 +59,7 @@ def test_a_rank_whose_partner_never_comes_stops_at_its_timeout():
     env |= {"MASTER_PORT": str(port), "GLOO_SOCKET_IFNAME": "lo"}
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, str(SNIPPET), "--sizes", "4KiB", "--timeout-s", "3"],
+        [sys.executable, str(SNIPPET), "--sizes", "4KiB", "--timeout-s", "1"],
         env=env,
         capture_output=True,
         text=True,
