@@ -11,7 +11,7 @@ prints, each timed as the contributor would see it (a new process per build):
   whether an edit to a renderer in gpulesson shows on the served page without a restart,
 * the slowest pages of the cold build.
 
-Targets: cold build under 60 s; prose-only rebuild at most a quarter of the cold
+Targets: cold build under 120 s; prose-only rebuild at most a quarter of the cold
 build, and under 3 s inside ``mkdocs serve``. Run from the repository root:
 
     python -m tests.benchmarks.bench_build [--keep] [--no-serve]
@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 IGNORED = (".git", ".venv", ".cache", "__pycache__", ".pytest_cache", ".ruff_cache")
 TOP_LEVEL_IGNORED = ("site",)  # the built site; gpulesson/site/ is code and is copied
-COLD_LIMIT_S = 60.0
+COLD_LIMIT_S = 120.0  # the target since the course grew to 17 lessons (60 s for the first 11)
 PROSE_SHARE = 0.25
 SERVE_PROSE_LIMIT_S = 3.0
 REPEATS = 3  # prose edits are timed three times and the median is reported
