@@ -6,49 +6,23 @@ block finds no GPU and no reference bundle here, so its claim is "not checked".
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
-import textwrap
-
 import pytest
 
 from gpulesson.memory.compute import plan_training, training_flops
 from gpulesson.results import datasheets
 from gpulesson.site import claims, content, facts, quizzes
 from tests.conftest import REPO
+from tests.lesson_blocks import run_page
 
 STEM = "compute-budget"
 PAGE = REPO / "docs" / "lessons" / f"{STEM}.md"
-FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
-
-
-def exec_blocks() -> list[tuple[str, str]]:
-    """The page's executed blocks, ``(id, code)``, in order."""
-    text = PAGE.read_text()
-    blocks = []
-    for match in FENCE.finditer(text):
-        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
-        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
-    return blocks
 
 
 @pytest.fixture(scope="module")
 def page():
     """Run the page once; yield each block's Markdown and the page's claims and facts."""
-    facts.reset()
-    facts.begin_page(f"lessons/{STEM}.md")
-    printed = {}
-    for block_id, code in exec_blocks():
-        facts.begin_block(block_id)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
-        facts.end_block()
-        printed[block_id] = out.getvalue()
-    found = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
-    values = {name: f.value for name, f in facts.page_facts().items()}
-    yield printed, found, values
+    run = run_page(STEM)
+    yield run.printed, run.claims, run.values()
     facts.reset()
     content.reset()
 

@@ -8,11 +8,7 @@ must hold and be able to fail.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-import re
-import textwrap
 
 import pytest
 import torch
@@ -24,40 +20,19 @@ from gpulesson.results.measurements import single
 from gpulesson.site import claims, content, facts, gpu_figures, quizzes
 from gpulesson.timing.alignment import ShapeComparison, ShapeTiming, square_neighbours
 from tests.conftest import REPO
+from tests.lesson_blocks import exec_blocks, run_block, run_page
 
 STEM = "feeding"
-FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
 FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
 # Blocks that print only when this build has GPU figures.
 GPU_ONLY = ("feeding-align-gpu-claims",)
 
 
-def exec_blocks() -> list[tuple[str, str]]:
-    """The lesson's executed blocks, ``(id, code)``, in page order, dedented."""
-    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
-    blocks = []
-    for match in FENCE.finditer(text):
-        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
-        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
-    return blocks
-
-
 @pytest.fixture(scope="module")
 def page():
     """Run every block once for the module; yield (printed Markdown by id, claims, facts)."""
-    facts.reset()
-    facts.begin_page(f"lessons/{STEM}.md")
-    printed = {}
-    for block_id, code in exec_blocks():
-        facts.begin_block(block_id)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
-        facts.end_block()
-        printed[block_id] = out.getvalue()
-    made = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
-    values = dict(facts.page_facts())
-    yield printed, made, values
+    run = run_page(STEM)
+    yield run.printed, run.claims, run.facts
     facts.reset()
     content.reset()
 
@@ -148,15 +123,9 @@ def test_with_a_reference_bundle_the_gpu_rows_and_claims_come_from_it(monkeypatc
     facts.begin_page(f"lessons/{STEM}.md")
     printed = {}
     try:
-        for block_id, code in exec_blocks():
-            if not block_id.startswith(wanted):
-                continue
-            facts.begin_block(block_id)
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
-            facts.end_block()
-            printed[block_id] = out.getvalue()
+        for block_id, code in exec_blocks(STEM):
+            if block_id.startswith(wanted):
+                printed[block_id] = run_block(STEM, block_id, code)
         made = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
     finally:
         facts.reset()

@@ -8,10 +8,7 @@ whose predict-the-number question must offer the figure the page computed.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import textwrap
 
 import pytest
 
@@ -23,23 +20,13 @@ from gpulesson.site import claims, content, facts, quiz_values, quizzes
 from gpulesson.site.error_examples import message
 from gpulesson.units import GB, GIB
 from tests.conftest import REPO
+from tests.lesson_blocks import exec_blocks, run_block
 
 STEMS = ("memory", "budget", "capacity", "oom", "fix-ladder", "cuda-errors")
 # Blocks that measure a step (seconds of CPU each) are left out, with the claim about
 # the measured step that follows them; nothing the quizzes read comes from them.
 SLOW = re.compile(r"gpulesson\.memory\.measure\b|\btransformers\b")
 SLOW_IDS = ("memory-measure", "memory-accuracy")
-FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
-
-
-def exec_blocks(stem: str) -> list[tuple[str, str]]:
-    """The lesson's executed blocks, ``(id, code)``, in page order, dedented."""
-    text = (REPO / "docs" / "lessons" / f"{stem}.md").read_text()
-    blocks = []
-    for match in FENCE.finditer(text):
-        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
-        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
-    return blocks
 
 
 def run_page(stem: str) -> dict[str, str]:
@@ -49,12 +36,7 @@ def run_page(stem: str) -> dict[str, str]:
     for block_id, code in exec_blocks(stem):
         if SLOW.search(code) or block_id.startswith(SLOW_IDS):
             continue
-        facts.begin_block(block_id)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{stem}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
-        facts.end_block()
-        printed[block_id] = out.getvalue()
+        printed[block_id] = run_block(stem, block_id, code)
     return printed
 
 

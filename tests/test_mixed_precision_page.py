@@ -8,56 +8,28 @@ offer the figure the page measured.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
-import textwrap
-
 import pytest
 import torch
 
 from gpulesson.site import claims, content, facts, quiz_values, quizzes
 from tests.conftest import REPO
+from tests.lesson_blocks import exec_blocks, run_page
 
 STEM = "mixed-precision"
-FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
-
-
-def exec_blocks() -> list[tuple[str, str]]:
-    """The lesson's executed blocks, ``(id, code)``, in page order, dedented."""
-    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
-    blocks = []
-    for match in FENCE.finditer(text):
-        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
-        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
-    return blocks
 
 
 @pytest.fixture(scope="module")
 def page() -> dict[str, object]:
     """Run the page once; keep what each block printed, the facts and the claims."""
-    facts.reset()
-    facts.begin_page(f"lessons/{STEM}.md")
-    printed = {}
-    for block_id, code in exec_blocks():
-        facts.begin_block(block_id)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
-        facts.end_block()
-        printed[block_id] = out.getvalue()
-    found = {
-        "printed": printed,
-        "facts": {name: f.value for name, f in facts.page_facts().items()},
-        "claims": claims.claims(),
-    }
+    run = run_page(STEM)
+    found = {"printed": run.printed, "facts": run.values(), "claims": claims.claims()}
     facts.reset()
     content.reset()
     return found
 
 
 def test_every_block_has_the_lesson_prefix_and_a_unique_id():
-    ids = [block_id for block_id, _ in exec_blocks()]
+    ids = [block_id for block_id, _ in exec_blocks(STEM)]
     assert ids and all(i.startswith("mp-") for i in ids)
     assert len(ids) == len(set(ids))
 

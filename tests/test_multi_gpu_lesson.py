@@ -8,46 +8,20 @@ be able to fail.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import re
-import textwrap
-
 import pytest
 
 from gpulesson.site import claims, content, facts, quiz_values, quizzes
 from tests.conftest import REPO
+from tests.lesson_blocks import run_page
 
 STEM = "multi-gpu"
-FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
-
-
-def exec_blocks() -> list[tuple[str, str]]:
-    """The lesson's executed blocks, ``(id, code)``, in page order, dedented."""
-    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
-    blocks = []
-    for match in FENCE.finditer(text):
-        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
-        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
-    return blocks
 
 
 @pytest.fixture(scope="module")
 def page():
     """Run every block once for the module; yield (printed Markdown by id, claims, facts)."""
-    facts.reset()
-    facts.begin_page(f"lessons/{STEM}.md")
-    printed = {}
-    for block_id, code in exec_blocks():
-        facts.begin_block(block_id)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})
-        facts.end_block()
-        printed[block_id] = out.getvalue()
-    made = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
-    values = dict(facts.page_facts())
-    yield printed, made, values
+    run = run_page(STEM)
+    yield run.printed, run.claims, run.facts
     facts.reset()
     content.reset()
 

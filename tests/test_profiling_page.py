@@ -10,13 +10,10 @@ under its stamp and the GPU claims are checked against them.
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import gzip
-import io
 import json
 import re
-import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,30 +31,11 @@ from gpulesson.timing.profile import (
     StepProfile,
 )
 from tests.conftest import REPO
+from tests.lesson_blocks import exec_blocks, run_block
 
 STEM = "profiling"
 PAGE = f"lessons/{STEM}.md"
-FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
 FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
-
-
-def exec_blocks() -> dict[str, str]:
-    """The page's executed blocks by id, in page order, dedented."""
-    text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text()
-    blocks = {}
-    for match in FENCE.finditer(text):
-        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
-        blocks[match["id"]] = textwrap.dedent(text[match.end() : end + 1])
-    return blocks
-
-
-def run_block(block_id: str, code: str) -> str:
-    facts.begin_block(block_id)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, f"{STEM}.md#{block_id}", "exec"), {"__name__": "__lesson__"})  # noqa: S102
-    facts.end_block()
-    return out.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +46,7 @@ def page() -> tuple[dict[str, str], list[claims.Claim], dict[str, facts.Fact]]:
     original = gpu_figures.reference
     gpu_figures.reference = functools.partial(original, Path("/no/such/results"), on_gpu=False)
     try:
-        printed = {bid: run_block(bid, code) for bid, code in exec_blocks().items()}
+        printed = {bid: run_block(STEM, bid, code) for bid, code in exec_blocks(STEM)}
     finally:
         gpu_figures.reference = original
     found = [c for c in claims.claims() if c.page == PAGE]
@@ -78,7 +56,7 @@ def page() -> tuple[dict[str, str], list[claims.Claim], dict[str, facts.Fact]]:
 
 
 def test_every_block_has_an_id_with_the_lessons_prefix():
-    assert all(bid.startswith("profiling-") for bid in exec_blocks())
+    assert all(bid.startswith("profiling-") for bid in dict(exec_blocks(STEM)))
 
 
 def test_every_cpu_claim_holds_and_could_fail(page):
@@ -170,7 +148,7 @@ def _bundle_with_profile_rows(tmp_path: Path) -> Path:
 
 def test_a_cpu_build_shows_the_bundles_profile_rows_and_checks_the_gpu_claims(tmp_path):
     root = _bundle_with_profile_rows(tmp_path)
-    blocks = exec_blocks()
+    blocks = dict(exec_blocks(STEM))
     facts.reset()
     facts.begin_page(PAGE)
     original = gpu_figures.reference
@@ -178,8 +156,8 @@ def test_a_cpu_build_shows_the_bundles_profile_rows_and_checks_the_gpu_claims(tm
     try:
         facts.publish("profiling.step_ms", 150.0, "ms")  # the CPU step, from the ops block
         facts.publish("profiling.busy_share", 0.95, "share")
-        out = run_block("profiling-gpu", blocks["profiling-gpu"])
-        run_block("profiling-gpu-claims", blocks["profiling-gpu-claims"])
+        out = run_block(STEM, "profiling-gpu", blocks["profiling-gpu"])
+        run_block(STEM, "profiling-gpu-claims", blocks["profiling-gpu-claims"])
         ref = gpu_figures.reference()
         assert out.startswith(gpu_figures.stamp_markdown(ref))
         assert facts.value("profiling.gpu_step_s") == pytest.approx(0.0041)

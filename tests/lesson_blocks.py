@@ -1,0 +1,72 @@
+"""Run a lesson's executed blocks as the build does, for the page tests.
+
+The build runs a page's ``python exec="on"`` blocks in order in one namespace per block,
+with the page's facts (:mod:`gpulesson.site.facts`) carried from block to block. These
+helpers do the same in the test process, so a test reads each block's Markdown, the
+page's facts and the claims they checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import textwrap
+from dataclasses import dataclass
+
+from gpulesson.site import claims, facts
+from tests.conftest import REPO
+
+LESSONS = REPO / "docs" / "lessons"
+FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+
+
+def exec_blocks(stem: str) -> list[tuple[str, str]]:
+    """The executed blocks of lesson ``stem``, ``(id, code)``, in page order, dedented.
+
+    >>> blocks = exec_blocks("timing")
+    >>> blocks[0][0].startswith("timing-") and "import" in blocks[0][1]
+    True
+    """
+    text = (LESSONS / f"{stem}.md").read_text(encoding="utf-8")
+    blocks = []
+    for match in FENCE.finditer(text):
+        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
+        blocks.append((match["id"], textwrap.dedent(text[match.end() : end + 1])))
+    return blocks
+
+
+def run_block(stem: str, block_id: str, code: str) -> str:
+    """Run one block with the facts published so far on the page; return what it printed."""
+    facts.begin_block(block_id)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, f"{stem}.md#{block_id}", "exec"), {"__name__": "__lesson__"})  # noqa: S102
+    facts.end_block()
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class PageRun:
+    """What one run of a lesson's blocks left: each block's output, its claims and facts."""
+
+    printed: dict[str, str]
+    claims: list[claims.Claim]
+    facts: dict[str, facts.Fact]
+
+    def values(self) -> dict[str, object]:
+        """The page's facts as plain values, by name."""
+        return {name: fact.value for name, fact in self.facts.items()}
+
+
+def run_page(stem: str) -> PageRun:
+    """Run every block of lesson ``stem`` in order on a fresh page of facts.
+
+    The facts stay published afterwards (tests may read them); the caller resets them.
+    """
+    page = f"lessons/{stem}.md"
+    facts.reset()
+    facts.begin_page(page)
+    printed = {block_id: run_block(stem, block_id, code) for block_id, code in exec_blocks(stem)}
+    made = [c for c in claims.claims() if c.page == page]
+    return PageRun(printed, made, dict(facts.page_facts(page)))
