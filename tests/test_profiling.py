@@ -367,3 +367,41 @@ def test_on_cuda_rows_carry_kernel_time_and_the_snapshot_replays_to_the_counters
     s = prof.snapshot_gpt_step()
     assert s.alloc_events > 0 and s.pickle_bytes > 0
     assert s.peak_bytes == pytest.approx(s.max_allocated_bytes, rel=0.05)
+
+
+class _OldTorchRow:
+    """A ``key_averages()`` row as torch 2.2 and 2.3 give it: only the ``cuda_*`` names."""
+
+    key, count, device_type, is_user_annotation = "aten::mm", 2, "CUDA", False
+    self_cpu_time_total, cpu_time_total = 10.0, 20.0
+    self_cuda_time_total, cuda_time_total = 3_000.0, 4_000.0
+    self_cuda_memory_usage, cuda_memory_usage = 2**20, 2**21
+    self_cpu_memory_usage = cpu_memory_usage = 0
+
+
+class _NewTorchRow(_OldTorchRow):
+    """torch 2.4+: the ``device_*`` names; reading a deprecated ``cuda_*`` name warns."""
+
+    self_device_time_total, device_time_total = 5_000.0, 6_000.0
+    self_device_memory_usage, device_memory_usage = 2**22, 2**23
+
+    def __getattribute__(self, name: str):
+        if "cuda" in name:
+            raise AssertionError(f"read the deprecated {name}")
+        return super().__getattribute__(name)
+
+
+def test_device_columns_are_read_under_the_name_each_torch_gives_them():
+    old = prof._row(_OldTorchRow(), (), "cuda")
+    assert (old.self_device_s, old.total_device_s) == (3e-3, 4e-3)
+    assert (old.self_memory_bytes, old.total_memory_bytes) == (2**20, 2**21)
+    new = prof._row(_NewTorchRow(), (), "cuda")
+    assert (new.self_device_s, new.total_device_s) == (5e-3, 6e-3)
+    assert (new.self_memory_bytes, new.total_memory_bytes) == (2**22, 2**23)
+
+
+def test_the_lesson_sorts_by_the_device_column_and_says_what_cpu_time_holds():
+    text = (REPO / "docs" / "lessons" / "profiling.md").read_text(encoding="utf-8")
+    assert 'sort_by="self_device_time_total"' in text
+    assert "launch time" not in text and "cannot keep it busy" not in text
+    assert "any time it waited for the GPU" in text

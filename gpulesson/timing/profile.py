@@ -18,7 +18,8 @@ allocated minus freed. The steps, in order:
 
 *Self* time is time in a row's own code; *total* time adds the rows it called. On a CPU
 profile the times are CPU time; on CUDA the share of each row is its own kernels' time
-(``self_device_time_total``), which is what the GPU spent. :func:`labelled_step` builds the
+(``self_device_time_total``, ``self_cuda_time_total`` before torch 2.4: :func:`device_field`),
+which is what the GPU spent. :func:`labelled_step` builds the
 course's GPT training step with the regions ``forward``, ``backward``, ``optimizer.step``
 and ``zero_grad`` labelled; :func:`profile_gpt_step` profiles it.
 
@@ -297,6 +298,30 @@ def row_kind(name: str, labels: Sequence[str], *, on_device: bool, annotation: b
     return "kernel" if on_device else "op"
 
 
+def device_field(event: Any, name: str) -> float:
+    """The device figure ``name`` of a profiler row, under the name this torch gives it.
+
+    torch 2.4 renamed the CUDA columns to device ones (``self_cuda_time_total`` became
+    ``self_device_time_total``, ``cuda_memory_usage`` became ``device_memory_usage``) and
+    deprecated the old names; torch 2.2 and 2.3 have only the old ones. ``name`` is the new
+    name; a row without it is read under the old one, so no deprecation warning is raised
+    on a new torch and no ``AttributeError`` on an old one.
+
+    >>> class Old:  # a torch 2.2 row
+    ...     self_cuda_time_total = 7.0
+    >>> device_field(Old(), "self_device_time_total")
+    7.0
+    >>> class New:  # a torch 2.4+ row
+    ...     self_device_time_total = 5.0
+    ...     self_cuda_time_total = 1.0  # deprecated: never read
+    >>> device_field(New(), "self_device_time_total")
+    5.0
+    """
+    if hasattr(event, name):
+        return float(getattr(event, name))
+    return float(getattr(event, name.replace("device", "cuda")))
+
+
 def _row(event: Any, labels: Sequence[str], device: str) -> OpStat:
     on_cuda = device == "cuda"
     on_device = on_cuda and "CPU" not in str(getattr(event, "device_type", "CPU"))
@@ -308,12 +333,16 @@ def _row(event: Any, labels: Sequence[str], device: str) -> OpStat:
         calls=int(event.count),
         self_cpu_s=float(event.self_cpu_time_total) / 1e6,
         total_cpu_s=float(event.cpu_time_total) / 1e6,
-        self_device_s=float(event.self_device_time_total) / 1e6 if on_cuda else 0.0,
-        total_device_s=float(event.device_time_total) / 1e6 if on_cuda else 0.0,
+        self_device_s=device_field(event, "self_device_time_total") / 1e6 if on_cuda else 0.0,
+        total_device_s=device_field(event, "device_time_total") / 1e6 if on_cuda else 0.0,
         self_memory_bytes=int(
-            event.self_device_memory_usage if on_cuda else event.self_cpu_memory_usage
+            device_field(event, "self_device_memory_usage")
+            if on_cuda
+            else event.self_cpu_memory_usage
         ),
-        total_memory_bytes=int(event.device_memory_usage if on_cuda else event.cpu_memory_usage),
+        total_memory_bytes=int(
+            device_field(event, "device_memory_usage") if on_cuda else event.cpu_memory_usage
+        ),
     )
 
 
