@@ -223,6 +223,28 @@ def test_hardware_table_shows_none_where_a_datasheet_has_no_peak():
     assert "7.5 (sm_75)" in t4 and t4.count("none") == 3
 
 
+def test_a_peak_the_datasheet_states_with_fp32_accumulate_is_labelled_so():
+    rows = hardware.hardware_rows()
+    text = render.hardware_markdown(rows)
+    for row in rows:
+        line = next(x for x in text.splitlines() if f"| {row.name} |" in x)
+        for dtype in row.datasheet_dtypes:
+            stated = datasheets.get(row.id).peaks[dtype].stated
+            labelled = "fp32 accumulate" in stated.lower()
+            assert (dtype in row.fp32_accumulate) is labelled, (row.id, dtype)
+        assert line.count("(fp32 acc.)") == len(row.fp32_accumulate), row.id
+    rtx3090 = next(r for r in rows if r.id == "rtx-3090")
+    assert "fp16" in rtx3090.fp32_accumulate
+    assert "| 71 (fp32 acc.) |" in text
+
+
+def test_the_lesson_says_a_host_branch_on_the_loss_check_syncs():
+    text = (REPO / "docs" / "lessons" / "mixed-precision.md").read_text(encoding="utf-8")
+    assert "cheap, and catches overflow" not in text
+    assert "bad |= ~torch.isfinite(loss)" in text and "every N steps" in text
+    assert "FP16 Accumulate 142/284" in text
+
+
 # --- activations --------------------------------------------------------------------------
 
 

@@ -71,6 +71,8 @@ class HardwareRow:
 
     ``dense_tflops`` has an entry for each tensor-core dtype the datasheet prints
     (dense figures, in 10^12 FLOP/s); a dtype missing from it has no tensor-core peak.
+    ``fp32_accumulate`` names the dtypes whose figure the datasheet states "with FP32
+    Accumulate" (the GeForce whitepapers print a second, faster 16-bit-accumulate rate).
     """
 
     id: str
@@ -79,6 +81,7 @@ class HardwareRow:
     capability: tuple[int, int]
     rule_dtypes: tuple[str, ...]
     dense_tflops: dict[str, float]
+    fp32_accumulate: tuple[str, ...] = ()
 
     @property
     def datasheet_dtypes(self) -> tuple[str, ...]:
@@ -97,6 +100,11 @@ def _row(sheet: Datasheet) -> HardwareRow:
         dense_tflops={
             d: peak / 1e12 for d in TENSOR_DTYPES if (peak := sheet.dense_flop_per_s(d)) is not None
         },
+        fp32_accumulate=tuple(
+            d
+            for d in TENSOR_DTYPES
+            if d in sheet.peaks and "fp32 accumulate" in sheet.peaks[d].stated.lower()
+        ),
     )
 
 

@@ -193,6 +193,12 @@ def nonfinite_markdown(check: NonFiniteCheck) -> str:
     )
 
 
+def _peak_cell(row: HardwareRow, dtype: str) -> str:
+    """A dense peak, labelled "fp32 acc." where the datasheet states it with FP32 accumulate."""
+    label = " (fp32 acc.)" if dtype in row.fp32_accumulate else ""
+    return f"{row.dense_tflops[dtype]:g}{label}"
+
+
 def hardware_markdown(rows: Sequence[HardwareRow]) -> str:
     """Tensor-core dtypes by compute capability, with the datasheets' dense peaks."""
     head = " | ".join(f"{d} (dense TFLOP/s)" for d in TENSOR_DTYPES)
@@ -202,7 +208,7 @@ def hardware_markdown(rows: Sequence[HardwareRow]) -> str:
     ]
     for r in rows:
         cells = " | ".join(
-            f"{r.dense_tflops[d]:g}" if d in r.dense_tflops else "none" for d in TENSOR_DTYPES
+            _peak_cell(r, d) if d in r.dense_tflops else "none" for d in TENSOR_DTYPES
         )
         major, minor = r.capability
         out.append(
