@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gpulesson.timing import plans
 from gpulesson.timing.bench import TORCH_DTYPES, barrier, matmul_precision, resolve_threads
 from gpulesson.timing.fusion import using_threads
 from gpulesson.timing.inputs import DEVICES, check_dtype
@@ -201,36 +202,10 @@ class AlignmentPlan:
     threads: int | None = None  # None: torch's default for the device
 
 
-# A CPU build times small shapes in fp32 on one thread (two threads spin-wait on a
-# shared 2-core machine and the neighbours' readings swing apart); a GPU the sizes the
-# lesson names, in the dtypes tensor cores serve. The vocabulary projection is a
-# GPT-2-small output layer: 768 wide on a GPU, narrower on a CPU to stay fast.
+# The sizes per device kind live in one table with the other timed measurements' sizes
+# (gpulesson/timing/plans.py, which says why they are what they are).
 PLANS: dict[str, AlignmentPlan] = {
-    "cpu": AlignmentPlan(
-        square_n=512,
-        tokens=32,
-        hidden=64,
-        dtypes=("fp32",),
-        rounds=7,
-        calls_per_sample=1,
-        threads=1,
-    ),
-    "mps": AlignmentPlan(
-        square_n=4096,
-        tokens=2048,
-        hidden=768,
-        dtypes=("fp32", "fp16"),
-        rounds=7,
-        calls_per_sample=3,
-    ),
-    "cuda": AlignmentPlan(
-        square_n=4096,
-        tokens=8192,
-        hidden=768,
-        dtypes=("fp32", "bf16", "fp16"),
-        rounds=9,
-        calls_per_sample=5,
-    ),
+    device: AlignmentPlan(**plans.sizes(device, "alignment")) for device in plans.DEVICE_KINDS
 }
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import torch
 
+from gpulesson.timing import plans
 from gpulesson.timing.inputs import (
     DEVICES,
     check_dtype,
@@ -49,7 +50,6 @@ from gpulesson.timing.inputs import (
     largest_fitting_n,
 )
 from gpulesson.timing.results import IllusionResult, MatmulResult, OpResult, SweepComparison
-from gpulesson.units import MIB
 
 MIN_SAMPLES = 5  # fewest timed blocks behind a median and its spread
 
@@ -471,36 +471,10 @@ class DevicePlan:
     large_matmul_n: int
 
 
-# The CPU plan keeps the three lessons' benchmarks within a few seconds on a
-# 2-core machine; the GPU plans are sized so launch overhead is negligible.
+# The sizes per device kind live in one table with the other timed measurements' sizes
+# (gpulesson/timing/plans.py, which says why they are what they are).
 PLANS: dict[str, DevicePlan] = {
-    "cpu": DevicePlan(
-        sweep_budget_s=2.5,
-        sweep_max_n=2048,
-        min_run_time_s=0.1,
-        illusion_n=1024,
-        stream_bytes=64 * MIB,
-        small_matmul_n=64,
-        large_matmul_n=1024,
-    ),
-    "mps": DevicePlan(
-        sweep_budget_s=6.0,
-        sweep_max_n=8192,
-        min_run_time_s=0.1,
-        illusion_n=4096,
-        stream_bytes=256 * MIB,
-        small_matmul_n=64,
-        large_matmul_n=4096,
-    ),
-    "cuda": DevicePlan(
-        sweep_budget_s=8.0,
-        sweep_max_n=16384,
-        min_run_time_s=0.1,
-        illusion_n=4096,
-        stream_bytes=1024 * MIB,
-        small_matmul_n=64,
-        large_matmul_n=8192,
-    ),
+    device: DevicePlan(**plans.sizes(device, "bench")) for device in plans.DEVICE_KINDS
 }
 
 

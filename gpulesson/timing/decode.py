@@ -18,6 +18,7 @@ the lesson ``decoding.md`` and the suite entry ``decode``
 (``gpulesson/results/entries_decode.py``); rendered by ``gpulesson.timing.decode_render``.
 
 >>> from gpulesson.memory.gpt2 import GPT2Config
+>>> from gpulesson.units import MIB
 >>> plan = DecodePlan(config=GPT2Config(vocab_size=64, seq_len=32, hidden=16, heads=2,
 ...                   layers=1), dtype="fp32", batches=(1, 2), prompt_tokens=4,
 ...                   new_tokens=3, warmup_steps=1, bandwidth_bytes=MIB, matmul_n=32)
@@ -32,16 +33,17 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from gpulesson.memory.gpt2 import GPT2, GPT2Config, parameter_count
+from gpulesson.timing import plans
 from gpulesson.timing.bench import TORCH_DTYPES, barrier
 from gpulesson.timing.results import OpResult, Spread, quantile
 from gpulesson.timing.roofline import measure_bandwidth, measure_matmul_op
 from gpulesson.timing.serving import crossover_batch
-from gpulesson.units import GIB, MIB
 
 
 class KVCache:
@@ -422,7 +424,7 @@ class DecodePlan:
     def weight_bytes(self) -> int:
         """The model's parameter bytes in ``dtype`` (to check it fits before building it).
 
-        >>> PLANS[("cpu", False)].weight_bytes() / MIB > 64
+        >>> PLANS[("cpu", False)].weight_bytes() / 2**20 > 64
         True
         """
         itemsize = torch.empty((), dtype=TORCH_DTYPES[self.dtype]).element_size()
@@ -435,76 +437,18 @@ class DecodePlan:
         return kv_bytes_per_token(self.config, itemsize) * tokens * batch
 
 
-# Sizes: the CPU plan keeps the lesson's sweep to a few seconds on 2 cores (the prefills of
-# the large batches cost most, hence the short prompt), on one thread: when the other core
-# is busy, two threads spin-wait on each other and readings swing tenfold. The CPU model's
-# fp32 weights (about 110 MB) are over three times this machine class's last-level cache,
-# so every step streams them from memory; the CUDA model's fp16 weights (about 5.4 GB)
-# take about a millisecond to read on an H100, long against the ~160 kernel launches of an
-# eager step. --quick sizes are for ``gpulesson measure --quick``.
+def _decode_plan(sizes: dict[str, Any]) -> DecodePlan:
+    """One row of the plan table as a plan (its ``config`` as a :class:`GPT2Config`)."""
+    return DecodePlan(**{**sizes, "config": GPT2Config(**sizes["config"])})
+
+
+# The sizes per device kind live in one table with the other timed measurements' sizes
+# (gpulesson/timing/plans.py, which says why they are what they are); --quick sizes are
+# for ``gpulesson measure --quick``.
 PLANS: dict[tuple[str, bool], DecodePlan] = {
-    ("cpu", False): DecodePlan(
-        config=GPT2Config(vocab_size=4096, seq_len=64, hidden=512, heads=8, layers=8),
-        dtype="fp32",
-        batches=(1, 4, 16, 64),
-        prompt_tokens=4,
-        new_tokens=6,
-        warmup_steps=1,
-        bandwidth_bytes=64 * MIB,
-        matmul_n=1024,
-        threads=1,
-    ),
-    ("cpu", True): DecodePlan(
-        config=GPT2Config(vocab_size=4096, seq_len=64, hidden=512, heads=8, layers=8),
-        dtype="fp32",
-        batches=(1, 16),
-        prompt_tokens=4,
-        new_tokens=6,
-        warmup_steps=1,
-        bandwidth_bytes=64 * MIB,
-        matmul_n=512,
-        threads=1,
-    ),
-    ("mps", False): DecodePlan(
-        config=GPT2Config(vocab_size=32000, seq_len=128, hidden=2048, heads=16, layers=8),
-        dtype="fp16",
-        batches=(1, 8, 32, 128),
-        prompt_tokens=16,
-        new_tokens=16,
-        warmup_steps=3,
-        bandwidth_bytes=256 * MIB,
-        matmul_n=4096,
-    ),
-    ("mps", True): DecodePlan(
-        config=GPT2Config(vocab_size=32000, seq_len=128, hidden=2048, heads=16, layers=4),
-        dtype="fp16",
-        batches=(1, 32),
-        prompt_tokens=16,
-        new_tokens=8,
-        warmup_steps=2,
-        bandwidth_bytes=256 * MIB,
-        matmul_n=2048,
-    ),
-    ("cuda", False): DecodePlan(
-        config=GPT2Config(vocab_size=32000, seq_len=128, hidden=5120, heads=40, layers=8),
-        dtype="fp16",
-        batches=(1, 16, 64, 256),
-        prompt_tokens=32,
-        new_tokens=16,
-        warmup_steps=3,
-        bandwidth_bytes=GIB,
-        matmul_n=8192,
-    ),
-    ("cuda", True): DecodePlan(
-        config=GPT2Config(vocab_size=32000, seq_len=128, hidden=2048, heads=16, layers=8),
-        dtype="fp16",
-        batches=(1, 16, 64),
-        prompt_tokens=16,
-        new_tokens=8,
-        warmup_steps=2,
-        bandwidth_bytes=512 * MIB,
-        matmul_n=4096,
-    ),
+    (device, quick): _decode_plan(plans.sizes(device, "decode_quick" if quick else "decode"))
+    for device in plans.DEVICE_KINDS
+    for quick in (False, True)
 }
 
 
