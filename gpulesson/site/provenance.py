@@ -16,13 +16,13 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from gpulesson import __version__
 from gpulesson.probe import ProbeReport, markdown_text, probe
+from gpulesson.results.provenance import package_commit
 from gpulesson.units import format_gb, format_gib
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -50,30 +50,6 @@ class BuildRecord:
         return self.device_type in ("cuda", "mps")
 
 
-def git_commit(root: Path = REPO_ROOT) -> str:
-    """The checked-out commit, with ``+dirty`` for uncommitted changes, or 'unknown'."""
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{sha}+dirty" if dirty else sha or "unknown"
-
-
 def collect_build_record(report: ProbeReport | None = None) -> BuildRecord:
     """Probe the machine (or use a given report) and describe this build."""
     report = report or probe()
@@ -89,7 +65,7 @@ def collect_build_record(report: ProbeReport | None = None) -> BuildRecord:
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     return BuildRecord(
         gpulesson_version=__version__,
-        git_commit=git_commit(),
+        git_commit=package_commit() or "unknown",
         torch_version=report.torch_version,
         torch_cuda_build=report.torch_cuda_build,
         device_type=report.selected_device,
