@@ -1,0 +1,53 @@
+"""Issue 23, item 8: what a second expert reading of the lessons found, checked on the pages.
+
+Each test runs the blocks of the lesson it checks (``tests/lesson_blocks.py``) and reads the
+claims and facts they left, or reads the lesson's text where the fix is a sentence with its
+source.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpulesson.site import claims, facts
+from tests.conftest import REPO
+from tests.lesson_blocks import run_page
+
+LESSONS = REPO / "docs" / "lessons"
+
+
+def _text(stem: str) -> str:
+    return (LESSONS / f"{stem}.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_facts():
+    facts.reset()
+    yield
+    facts.reset()
+
+
+def _claim(run, fragment: str) -> claims.Claim:
+    (found,) = [c for c in run.claims if fragment in c.text]
+    return found
+
+
+# --- fix-ladder ---------------------------------------------------------------------------
+
+
+def test_fix_ladder_calls_the_mixed_precision_estimate_a_floor_from_the_measurement():
+    run = run_page("fix-ladder")
+    made = _claim(run, "That price is a floor")
+    assert made.status == claims.HOLDS
+    values = run.values()
+    assert values["ladder.amp_estimated_ratio"] < values["ladder.amp_measured_ratio"] < 1
+    assert "about half" not in made.text
+    assert [c.text for c in run.claims if c.status != claims.HOLDS] == []
+
+
+def test_fix_ladder_says_what_empty_cache_and_accumulation_cost():
+    text = _text("fix-ladder")
+    assert "can not increase the amount\n   of GPU memory available for PyTorch" in text
+    assert "gc.collect()" in text and "reference cycle" in text
+    assert "divide\n   by the total token count" in text
+    assert "huggingface.co/blog/gradient_accumulation" in text
