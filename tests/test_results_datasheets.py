@@ -24,6 +24,9 @@ TORCH_NAMES = {
     "NVIDIA L40S": "l40s",
     "NVIDIA GeForce RTX 3090": "rtx-3090",
     "NVIDIA GeForce RTX 4090": "rtx-4090",
+    "NVIDIA GeForce RTX 5090": "rtx-5090",
+    "NVIDIA B200": "b200",
+    "AMD Instinct MI300X": "mi300x",
     "Apple M1 Pro": "apple-m1-pro",
     "Apple M1 Max": "apple-m1-max",
     "Apple M4 Max": "apple-m4-max",
@@ -36,6 +39,9 @@ NOT_IN_TABLE = (
     "NVIDIA H200 NVL",
     "NVIDIA GeForce RTX 3090 Ti",
     "NVIDIA GeForce RTX 4090 D",
+    "NVIDIA GeForce RTX 5090 D",
+    "NVIDIA GB200",
+    "AMD Instinct MI325X",
     "Apple M1",
     "AMD EPYC 7B13",
     "",
@@ -52,6 +58,9 @@ REQUIRED_IDS = (
     "l40s",
     "rtx-3090",
     "rtx-4090",
+    "rtx-5090",
+    "b200",
+    "mi300x",
 )
 
 
@@ -75,14 +84,69 @@ def test_other_parts_map_to_no_row(name):
     assert datasheets.lookup(name) is None
 
 
-def test_every_row_cites_a_vendor_source():
+VENDORS = {"NVIDIA": "nvidia.com", "AMD": "amd.com", "Apple": "apple.com"}
+
+
+def test_every_row_cites_a_vendor_source_or_says_it_was_read_elsewhere():
     for row in datasheets.all_rows():
         assert row.sources, row.id
+        vendor = VENDORS[row.name.split()[0]]
         for source in row.sources:
             assert source.url.startswith("https://"), row.id
-            vendor = "apple.com" if row.id.startswith("apple-") else "nvidia.com"
-            assert vendor in source.url, (row.id, source.url)
+            assert source.kind in datasheets.SOURCE_KINDS, row.id
             assert source.title
+            if source.kind != "secondary":
+                assert vendor in source.url, (row.id, source.url)
+        kinds = {s.kind for s in row.sources}
+        if "vendor" not in kinds:  # read from another publication: the note says so
+            assert "secondary" in kinds and "vendor-cited" in kinds, row.id
+            assert row.note.startswith("Read from a secondary source"), row.id
+
+
+def test_the_reference_gpus_are_one_list_of_rows():
+    refs = datasheets.reference_ids()
+    assert refs[:5] == ("t4", "rtx-4090", "a100-80gb", "h100-sxm", "h200")
+    assert any(r.startswith("apple-m") for r in refs)
+    assert all(datasheets.get(r) for r in refs)
+
+
+def test_the_table_passes_its_schema_and_a_broken_row_is_named():
+    import copy
+
+    good = datasheets.raw()
+    datasheets.check(good)  # the shipped file is valid
+    bad = copy.deepcopy(good)
+    bad["devices"][4]["interconnect"]["pcie_generation"] = 7
+    with pytest.raises(ValueError) as err:
+        datasheets.check(bad, "x.json")
+    assert str(err.value).startswith(
+        "x.json: datasheet row 'a100-80gb': interconnect: pcie_generation: must be 3, 4, 5 or 6, "
+        "not 7 (see gpulesson/results/datasheets.schema.json)"
+    )
+    bad = copy.deepcopy(good)
+    del bad["devices"][0]["memory_bandwidth_stated_gb_per_s"]
+    with pytest.raises(ValueError, match=r"row 't4': memory_bandwidth_stated_gb_per_s: missing"):
+        datasheets.check(bad, "x.json")
+    bad = copy.deepcopy(good)
+    bad["devices"][1]["id"] = "t4"
+    with pytest.raises(ValueError, match=r"row 't4': id: 't4' is used twice"):
+        datasheets.check(bad, "x.json")
+    bad = copy.deepcopy(good)
+    bad["reference_gpus"] = ["t4", "b300"]
+    with pytest.raises(ValueError, match=r"reference_gpus: 2: 'b300' is not a datasheet row"):
+        datasheets.check(bad, "x.json")
+
+
+def test_rows_read_from_secondary_sources_carry_its_figures():
+    # ml-engineering's dense TFLOPS and memory tables, as the rows copy them
+    b200, mi300x = datasheets.get("b200"), datasheets.get("mi300x")
+    assert b200.dense_flop_per_s("bf16") == pytest.approx(2250e12)
+    assert b200.memory_bandwidth_bytes_per_s == pytest.approx(8.0e12)
+    assert mi300x.dense_flop_per_s("fp8") == pytest.approx(2610e12)
+    assert mi300x.memory_bandwidth_bytes_per_s == pytest.approx(5.3e12)
+    rtx = datasheets.get("rtx-5090")
+    assert set(rtx.peaks) == {"fp32"}  # the review's tensor figures say neither dense nor sparse
+    assert rtx.memory_bandwidth_bytes_per_s == pytest.approx(1792e9)
 
 
 def test_dense_peaks_halve_only_the_sparsity_figures():
@@ -123,5 +187,5 @@ def test_memory_is_read_as_gib_and_bandwidth_as_decimal():
 
 
 def test_an_unknown_id_names_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown GPU id 'b200': use one of t4, l4"):
-        datasheets.get("b200")
+    with pytest.raises(ValueError, match=r"unknown GPU id 'b300': use one of t4, l4"):
+        datasheets.get("b300")

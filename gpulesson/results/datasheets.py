@@ -18,6 +18,11 @@ questions:
    gives none): NVLink and PCIe x16 bandwidth per GPU as stated, both directions added, and
    one direction's share (what a ring all-reduce's bus bandwidth is compared with).
 
+The file's format is ``datasheets.schema.json`` (a JSON Schema, beside it): :func:`check`
+validates the table once, when it is first read, and names the file, the row, the field and
+the fix. The file's ``reference_gpus`` (:func:`reference_ids`) is the one list of GPUs that
+every comparison table shows.
+
 Used by :mod:`gpulesson.results.bundle` (plausibility checks), :mod:`gpulesson.results.compare`
 (fractions of the datasheet figure), ``gpulesson budget --gpu`` (the peak its hours use) and
 the multi-GPU lesson (:mod:`gpulesson.memory.comm`: link times).
@@ -70,12 +75,21 @@ class Peak:
         return self.stated_tflops * 1e12 * factor
 
 
+SOURCE_KINDS = ("vendor", "secondary", "vendor-cited")
+
+
 @dataclass(frozen=True)
 class Source:
-    """Where a row's figures come from."""
+    """Where a row's figures come from.
+
+    ``kind`` is ``vendor`` (the vendor's page, read for the row), ``secondary`` (another
+    publication that tabulates the vendor's figures, read for the row) or ``vendor-cited``
+    (the vendor page that secondary source cites, not read here).
+    """
 
     title: str
     url: str
+    kind: str = "vendor"
 
 
 INTERCONNECT_FIELDS = (
@@ -119,14 +133,69 @@ class Interconnect:
         return self.pcie_stated_gb_per_s * 1e9 / 2
 
 
-def _positive(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
-        raise ValueError(f"{where}: must be a positive number of GB/s, not {value!r}")
-    return float(value)
+SCHEMA_FILE = "datasheets.schema.json"
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The JSON Schema of ``datasheets.json`` (shipped beside it)."""
+    text = resources.files("gpulesson.results").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _where(path: list[Any], data: Any, row: str | None = None) -> str:
+    """A schema path as the messages name it: ``datasheet row 'h200': interconnect: stated``.
+
+    >>> _where(["devices", 0, "peaks", "bf16"], {"devices": [{"id": "t4"}]})
+    "datasheet row 't4': peaks: bf16"
+    >>> _where(["reference_gpus", 1], {})
+    'reference_gpus: 2'
+    """
+    parts: list[str] = []
+    rest = list(path)
+    if row is not None:
+        parts.append(row)
+    elif len(rest) >= 2 and rest[0] == "devices" and isinstance(rest[1], int):
+        item = data["devices"][rest[1]] if isinstance(data, dict) else None
+        row_id = item.get("id") if isinstance(item, dict) else None
+        parts.append(
+            f"datasheet row {row_id!r}"
+            if isinstance(row_id, str)
+            else f"datasheet row {rest[1] + 1}"
+        )
+        rest = rest[2:]
+    parts.extend(str(p + 1) if isinstance(p, int) else str(p) for p in rest)
+    return ": ".join(parts) or "(top level)"
+
+
+def schema_problem(error: Any, data: Any, row: str | None = None) -> str:
+    """One schema error as ``<row>: <field>: <problem and fix>`` (the schema's ``x-fix``)."""
+    path = list(error.absolute_path)
+    sub = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "required":
+        missing = next(k for k in error.validator_value if k not in error.instance)
+        hint = sub.get("properties", {}).get(missing, {}).get("x-if-missing", "")
+        return f"{_where([*path, missing], data, row)}: missing; add it{hint}"
+    if error.validator == "additionalProperties" and sub.get("additionalProperties") is False:
+        known = list(sub.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in known)[0]
+        where = _where([*path, extra], data, row)
+        return f"{where}: unknown field; the fields are {', '.join(known)}"
+    fix = str(sub.get("x-fix") or error.message)
+    return f"{_where(path, data, row)}: {fix.replace('{value}', repr(error.instance))}"
+
+
+def _first_error(instance: Any, sub: dict[str, Any]) -> Any:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator({**sub, "$defs": schema()["$defs"]})
+    return jsonschema.exceptions.best_match(validator.iter_errors(instance))
 
 
 def parse_interconnect(row_id: str, data: Any) -> Interconnect | None:
     """Check one row's ``interconnect``; ``ValueError`` names the row and the field.
+
+    The checks are the schema's (``$defs/interconnect`` in ``datasheets.schema.json``).
 
     >>> parse_interconnect("x", None) is None
     True
@@ -136,37 +205,68 @@ def parse_interconnect(row_id: str, data: Any) -> Interconnect | None:
     ...
     ValueError: datasheet row 'x': interconnect: pcie_stated_gb_per_s: must be a positive \
 number of GB/s, not -1
+    >>> parse_interconnect("x", {"nvlink_stated_gb_per_s": None, "pcie_stated_gb_per_s": 64,
+    ...                          "pcie_generation": 4})
+    Traceback (most recent call last):
+    ...
+    ValueError: datasheet row 'x': interconnect: stated: missing; add it (null for no NVLink)
     """
     if data is None:
         return None
-    where = f"datasheet row {row_id!r}: interconnect"
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected the fields {', '.join(INTERCONNECT_FIELDS)}")
-    for key in data:
-        if key not in INTERCONNECT_FIELDS:
-            raise ValueError(
-                f"{where}: {key}: unknown field; the fields are {', '.join(INTERCONNECT_FIELDS)}"
-            )
-    for key in INTERCONNECT_FIELDS:
-        if key not in data:
-            raise ValueError(f"{where}: {key}: missing; add it (null for no NVLink)")
+    error = _first_error(data, schema()["$defs"]["interconnect"])
+    if error is not None:
+        raise ValueError(schema_problem(error, data, row=f"datasheet row {row_id!r}: interconnect"))
     nvlink = data["nvlink_stated_gb_per_s"]
-    generation = data["pcie_generation"]
-    if isinstance(generation, bool) or generation not in (3, 4, 5, 6):
-        raise ValueError(f"{where}: pcie_generation: must be 3, 4, 5 or 6, not {generation!r}")
-    stated = data["stated"]
-    if not isinstance(stated, str) or "GB/s" not in stated:
-        raise ValueError(f"{where}: stated: quote the datasheet's line, with its GB/s")
     return Interconnect(
-        nvlink_stated_gb_per_s=None
-        if nvlink is None
-        else _positive(f"{where}: nvlink_stated_gb_per_s", nvlink),
-        pcie_stated_gb_per_s=_positive(
-            f"{where}: pcie_stated_gb_per_s", data["pcie_stated_gb_per_s"]
-        ),
-        pcie_generation=int(generation),
-        stated=stated,
+        nvlink_stated_gb_per_s=None if nvlink is None else float(nvlink),
+        pcie_stated_gb_per_s=float(data["pcie_stated_gb_per_s"]),
+        pcie_generation=int(data["pcie_generation"]),
+        stated=str(data["stated"]),
     )
+
+
+def check(data: Any, label: str = f"gpulesson/results/{DATA_FILE}") -> None:
+    """Check the table against its schema, then what a schema cannot say; ``ValueError``.
+
+    The message names the file, the row (its id), the field and the fix. Beyond the schema:
+    ids are unique, every name pattern is a regular expression, and every reference GPU
+    is a row.
+
+    >>> good = raw()
+    >>> check({**good, "devices": [{**good["devices"][0], "peaks": {"fp64": {}}}]}, "t.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: t.json: datasheet row 't4': peaks: unknown dtype 'fp64': use one of fp32, \
+tf32, bf16, fp16, fp8 (see gpulesson/results/datasheets.schema.json)
+    >>> check({**good, "reference_gpus": ["t4", "h300"]}, "t.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: t.json: reference_gpus: 2: 'h300' is not a datasheet row: use one of its ids
+    """
+    error = _first_error(data, {k: v for k, v in schema().items() if k != "$defs"})
+    if error is not None:
+        raise ValueError(
+            f"{label}: {schema_problem(error, data)} (see gpulesson/results/{SCHEMA_FILE})"
+        )
+    seen: set[str] = set()
+    for item in data["devices"]:
+        where = f"{label}: datasheet row {item['id']!r}"
+        if item["id"] in seen:
+            raise ValueError(f"{where}: id: {item['id']!r} is used twice; give each row its own id")
+        seen.add(item["id"])
+        for j, pattern in enumerate(item["name_patterns"], 1):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"{where}: name_patterns: {j}: {pattern!r} is not a regular expression "
+                    f"({exc}); fix it"
+                ) from None
+    for i, gpu in enumerate(data["reference_gpus"], 1):
+        if gpu not in seen:
+            raise ValueError(
+                f"{label}: reference_gpus: {i}: {gpu!r} is not a datasheet row: use one of its ids"
+            )
 
 
 @dataclass(frozen=True)
@@ -226,6 +326,7 @@ def normalize_name(device_name: str) -> str:
 
 
 def _row(data: dict[str, Any]) -> Datasheet:
+    """Build a row from data that passed :func:`check`."""
     peaks = {
         dtype: Peak(
             stated_tflops=float(p["stated_tflops"]),
@@ -234,9 +335,6 @@ def _row(data: dict[str, Any]) -> Datasheet:
         )
         for dtype, p in data["peaks"].items()
     }
-    unknown = set(peaks) - set(DTYPES)
-    if unknown:
-        raise ValueError(f"datasheet row {data['id']!r} has unknown dtypes {sorted(unknown)}")
     memory = data["memory_stated_gb"]
     return Datasheet(
         id=str(data["id"]),
@@ -247,16 +345,21 @@ def _row(data: dict[str, Any]) -> Datasheet:
         memory_bandwidth_stated_gb_per_s=float(data["memory_bandwidth_stated_gb_per_s"]),
         peaks=peaks,
         note=str(data.get("note", "")),
-        sources=tuple(Source(title=s["title"], url=s["url"]) for s in data["sources"]),
+        sources=tuple(
+            Source(title=s["title"], url=s["url"], kind=s.get("kind", "vendor"))
+            for s in data["sources"]
+        ),
         interconnect=parse_interconnect(str(data["id"]), data.get("interconnect")),
     )
 
 
 @functools.cache
 def raw() -> dict[str, Any]:
-    """The data file as parsed JSON (its ``rules`` explain how to read the figures)."""
+    """The data file as parsed JSON, checked once (its ``rules`` explain the figures)."""
     text = resources.files("gpulesson.results").joinpath(DATA_FILE).read_text(encoding="utf-8")
-    return json.loads(text)
+    data = json.loads(text)
+    check(data)
+    return data
 
 
 @functools.cache
@@ -278,6 +381,17 @@ def ids() -> tuple[str, ...]:
     return tuple(row.id for row in all_rows())
 
 
+def reference_ids() -> tuple[str, ...]:
+    """The reference GPUs every predicted / published / measured table shows (the file's
+    ``reference_gpus``, the one list; :func:`gpulesson.results.predict.reference_devices`
+    adds devices that have a bundle or published rows).
+
+    >>> reference_ids()
+    ('t4', 'rtx-4090', 'a100-80gb', 'h100-sxm', 'h200', 'apple-m4-max')
+    """
+    return tuple(raw()["reference_gpus"])
+
+
 def get(datasheet_id: str) -> Datasheet:
     """The row with this id; ``ValueError`` naming the known ids otherwise.
 
@@ -287,8 +401,8 @@ def get(datasheet_id: str) -> Datasheet:
     Traceback (most recent call last):
     ...
     ValueError: unknown GPU id 'h300': use one of t4, l4, a10, a100-40gb, a100-80gb, \
-a100-80gb-pcie, h100-sxm, h100-pcie, h200, l40s, rtx-3090, rtx-4090, apple-m1-pro, \
-apple-m1-max, apple-m1-ultra, apple-m2, apple-m4, apple-m4-pro, apple-m4-max
+a100-80gb-pcie, h100-sxm, h100-pcie, h200, b200, mi300x, l40s, rtx-3090, rtx-4090, rtx-5090, \
+apple-m1-pro, apple-m1-max, apple-m1-ultra, apple-m2, apple-m4, apple-m4-pro, apple-m4-max
     """
     for row in all_rows():
         if row.id == datasheet_id:
