@@ -66,19 +66,20 @@ def _write(tmp_path: Path, data: dict) -> str:
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        (lambda d: d.pop("provenance"), "mine.json: (top level)"),
-        (lambda d: d["provenance"].update(device_type="tpu"), "mine.json: provenance.device_type"),
-        (lambda d: d["measurements"][0].update(unit="parsecs"), "mine.json: measurements[0].unit"),
-        (lambda d: d["measurements"][0].update(value=-1), "mine.json: measurements[0].value"),
+        (lambda d: d.pop("provenance"), "(top level)"),
+        (lambda d: d["provenance"].update(device_type="tpu"), "provenance.device_type"),
+        (lambda d: d["measurements"][0].update(unit="parsecs"), "measurements[0].unit"),
+        (lambda d: d["measurements"][0].update(value=-1), "measurements[0].value"),
     ],
 )
 def test_a_bad_bundle_is_refused_with_one_line_naming_the_field(run_cli, tmp_path, change, field):
     data = json.loads(H100.read_text())
     change(data)
-    result = run_cli("compare", _write(tmp_path, data))
+    path = _write(tmp_path, data)
+    result = run_cli("compare", path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith(f"gpulesson compare: error: {field}: ")
+    assert result.stderr.startswith(f"gpulesson compare: error: {path}: {field}: ")
     assert result.stdout == ""
 
 

@@ -7,14 +7,41 @@ Without OTHER files it compares against the reference bundles in ``./results/ref
 when run from a clone of the repository (``--results DIR`` points elsewhere); with nothing
 to compare against it prints MINE's own figures. ``--all`` shows every figure, not only the
 headline ones; ``--json`` prints the comparison as one JSON object. No torch is imported.
+
+Every file is read as :func:`gpulesson.results.bundle.load` reads it: a link, a device
+(``/dev/zero``), a FIFO, an oversized file or a value no page can carry exits 2 at once
+with one line. The text printed has no terminal control sequence in it, whatever a
+bundle's strings held (:func:`terminal_text`); ``--json`` is strict JSON (no ``NaN``). A
+``--results`` folder that does not exist exits 2 naming it.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 DEFAULT_RESULTS = Path("results")
+#: Escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-character ones) and C1's CSI.
+_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?"
+)
+#: What is left after the sequences: C0 (but the newline), DEL, C1, separators, bidi.
+_CONTROL = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` without terminal control sequences or control characters (newlines kept).
+
+    >>> terminal_text("GPU \\x1b[31mred\\x1b[0m \\x1b]0;title\\x07ok\\x9b2J\\r\\nnext")
+    'GPU red ok\\nnext'
+    """
+    return _CONTROL.sub("", _ESCAPE.sub("", text))
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -40,8 +67,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--results",
         metavar="DIR",
         type=Path,
-        default=DEFAULT_RESULTS,
-        help="the results folder of a clone, holding reference/ (default: ./results)",
+        default=None,
+        help="the results folder of a clone, holding reference/ (default: ./results, "
+        "skipped when absent; a DIR given must exist)",
     )
     parser.add_argument(
         "--all", action="store_true", help="every figure, not only the headline ones"
@@ -64,14 +92,20 @@ def run(args: argparse.Namespace) -> int:
             "no bundle given: name yours, like gpulesson compare mine.json "
             "(make it with gpulesson measure --out mine.json)"
         )
-    mine = Sourced(load(args.mine), "given", args.mine.name)
+    if args.results is not None and not args.results.is_dir():
+        raise ValueError(
+            f"--results {args.results}: no such folder: name the results folder of a clone "
+            "(it holds reference/), or leave --results out"
+        )
+    results = DEFAULT_RESULTS if args.results is None else args.results
+    mine = Sourced(load(args.mine, str(args.mine)), "given", args.mine.name)
     if args.others:
-        others = tuple(Sourced(load(path), "given", path.name) for path in args.others)
+        others = tuple(Sourced(load(path, str(path)), "given", path.name) for path in args.others)
     else:
-        references = load_dir(args.results / "reference", "reference")
+        references = load_dir(results / "reference", "reference")
         mine_path = args.mine.resolve()
         others = tuple(
-            s for s in references if (args.results / "reference" / s.file).resolve() != mine_path
+            s for s in references if (results / "reference" / s.file).resolve() != mine_path
         )
     comparison = compare(mine, others, headline_only=not args.all)
     if args.json:
@@ -80,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             "others": [{"file": o.file, "label": o.label, "source": o.source} for o in others],
             "rows": [dataclasses.asdict(row) for row in comparison.rows],
         }
-        print(json.dumps(data, indent=2))
+        print(json.dumps(data, indent=2, allow_nan=False))
     else:
-        print(comparison_to_text(comparison))
+        print(terminal_text(comparison_to_text(comparison)))
     return 0

@@ -8,7 +8,12 @@ an installed ``gpulesson`` validates without a clone.
 
 Reading a bundle (:func:`load`, :func:`validate`) checks, in order:
 
-1. the JSON Schema (types, required fields, units, name pattern);
+0. what any page can carry (:mod:`gpulesson.results.bundle_input`): :func:`load` opens
+   only a regular file, reads at most ``MAX_BUNDLE_BYTES``, and parses strictly (no
+   ``NaN`` or ``Infinity``, no duplicate keys, bounded nesting, numbers and strings);
+   :func:`validate` checks every value of data given in Python the same way;
+1. the JSON Schema (types, required fields, units, name pattern), then that the date
+   ``provenance.created_utc`` exists (``2025-02-30`` does not);
 2. consistency: each spread matches its samples; a FLOP/s or B/s value matches the
    FLOP or byte count in its params over the median time; a value in its samples' unit
    lies within them; names are unique;
@@ -18,7 +23,8 @@ Reading a bundle (:func:`load`, :func:`validate`) checks, in order:
    memory between ``MEMORY_SHARE`` of the datasheet's size; TF32 and FP8 only on CUDA.
 
 The first problem found raises :class:`BundleError`, a ``ValueError`` whose message is one
-line naming the field (``measurements[3].value: ...``) and what to do.
+line naming the field (``measurements[3].value: ...``) and what to do; :func:`load` puts the
+file's name in front (``mine.json: measurements[3].value: ...``).
 
 >>> m = Measurement(name="bandwidth", entry="bandwidth", unit="B/s", value=2e9,
 ...                 samples=(0.5,), samples_unit="s", params={"bytes": 10**9})
@@ -38,7 +44,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gpulesson.results import datasheets
+from gpulesson.results import bundle_input, datasheets
+from gpulesson.results.bundle_input import FieldError
 from gpulesson.results.datasheets import Datasheet
 from gpulesson.timing.results import quantile
 
@@ -54,13 +61,11 @@ CUDA_ONLY_DTYPES = ("tf32", "fp8")
 Scalar = str | int | float | bool | None
 
 
-class BundleError(ValueError):
-    """A bundle that is not valid; ``field`` names where (``provenance.device_name``)."""
+class BundleError(FieldError):
+    """A bundle that is not valid; ``field`` names where (``provenance.device_name``).
 
-    def __init__(self, where: str, problem: str) -> None:
-        self.field = where
-        self.problem = problem
-        super().__init__(f"{where}: {problem}")
+    A ``ValueError``; its message is one printable line (control characters escaped).
+    """
 
 
 @dataclass(frozen=True)
@@ -345,10 +350,7 @@ def _path(parts: Any) -> str:
     >>> _path([])
     '(top level)'
     """
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
+    return bundle_input.json_path(list(parts))
 
 
 def check_schema(data: Any) -> None:
@@ -366,6 +368,31 @@ def check_schema(data: Any) -> None:
 
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=CONSISTENCY_REL, abs_tol=1e-12)
+
+
+def date_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """A ``created_utc`` of the right shape that is no real time (``2025-02-30``).
+
+    >>> date_problems({"provenance": {"created_utc": "2025-02-30T00:00:00Z"}})
+    [('provenance.created_utc', "'2025-02-30T00:00:00Z' is not a real date and time (day \
+is out of range for month): write when the run finished, e.g. 2025-02-28T12:00:00Z")]
+    """
+    created = data["provenance"]["created_utc"]
+    try:
+        dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError as exc:
+        return [
+            (
+                "provenance.created_utc",
+                f"{created!r} is not a real date and time ({exc}): write when the run "
+                "finished, e.g. 2025-02-28T12:00:00Z",
+            )
+        ]
+    return []
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def consistency_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -392,6 +419,15 @@ def consistency_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                 break
         params = m.get("params", {})
         work_key = {"FLOP/s": "flop", "B/s": "bytes"}.get(m["unit"])
+        if work_key in params and not _is_number(params[work_key]):
+            problems.append(
+                (
+                    f"{where}.params.{work_key}",
+                    f"{params[work_key]!r} is not a number: params.{work_key} is the "
+                    f"{'FLOP' if work_key == 'flop' else 'byte'} count the value comes from",
+                )
+            )
+            continue
         if m["samples_unit"] == "s" and work_key in params and s.median > 0:
             expected = float(params[work_key]) / s.median
             if not _close(m["value"], expected):
@@ -491,8 +527,9 @@ def validate(data: Any) -> Bundle:
     gpulesson.results.bundle.BundleError: (top level): 'provenance' is a required property \
 (see gpulesson/results/bundle.schema.json)
     """
+    bundle_input.check_values(data)
     check_schema(data)
-    problems = consistency_problems(data)
+    problems = date_problems(data) or consistency_problems(data)
     if problems:
         raise BundleError(*problems[0])
     sheet_id = data["provenance"]["datasheet_id"]
@@ -508,20 +545,25 @@ def validate(data: Any) -> Bundle:
     return bundle
 
 
-def load(path: str | Path) -> Bundle:
-    """Read and validate a bundle file; BundleError (a ValueError) names the problem."""
+def load(path: str | Path, name: str | None = None) -> Bundle:
+    """Read and validate a bundle file; BundleError (a ValueError) names the problem.
+
+    The message starts with ``name`` (default: the file's name), then the field. Only a
+    regular file is opened (not a link, a device or a FIFO), and at most
+    ``bundle_input.MAX_BUNDLE_BYTES`` + 1 bytes are read.
+
+    >>> load("/dev/zero")
+    Traceback (most recent call last):
+    ...
+    gpulesson.results.bundle.BundleError: zero: a character device, not a regular file: a \
+bundle is the JSON file gpulesson measure --out wrote; put that file itself here (a link \
+is not followed)
+    """
     path = Path(path)
+    label = name or path.name
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BundleError(str(path), f"cannot read the file ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BundleError(
-            str(path), f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
-    try:
+        data = bundle_input.parse_json(bundle_input.decode(bundle_input.read_bounded(path)))
         return validate(data)
-    except BundleError as exc:
-        raise BundleError(f"{path.name}: {exc.field}", exc.problem) from None
+    except FieldError as exc:
+        where = label if exc.field == "(file)" else f"{label}: {exc.field}"
+        raise BundleError(where, exc.problem) from None

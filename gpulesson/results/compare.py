@@ -7,9 +7,11 @@ memory bandwidth for B/s). :func:`across` does the same for any number of bundle
 "mine", for the results page. Both keep to the ``headline`` figures unless asked for all.
 
 :func:`load_dir` reads every ``*.json`` bundle in a folder (validated: a bad one raises
-``BundleError`` naming the file and field). The library never looks for the repository's
-``results/`` by itself: the CLI passes ``./results/reference`` when run from a clone, and
-the site's loader passes the repository's folder.
+``BundleError`` naming the file and field; a link, a device, a FIFO or a folder named
+``*.json`` is refused without being read, and so is a folder that is itself a link). The
+library never looks for the repository's ``results/`` by itself: the CLI passes
+``./results/reference`` when run from a clone, and the site's loader passes the
+repository's folder.
 
 >>> from gpulesson.results.bundle import Measurement
 >>> m = Measurement(name="memory_bandwidth", entry="memory_bandwidth", unit="B/s", value=1.5e12,
@@ -21,11 +23,13 @@ the site's loader passes the repository's folder.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulesson.results.bundle import Bundle, Measurement, load
+from gpulesson.results.bundle import Bundle, BundleError, Measurement, load
 from gpulesson.results.datasheets import Datasheet
 
 SOURCES = ("reference", "community", "given")
@@ -144,13 +148,34 @@ def across(bundles: Sequence[Sourced], headline_only: bool = False) -> Across:
 
 
 def load_dir(folder: str | Path, source: str) -> tuple[Sourced, ...]:
-    """Every ``*.json`` bundle in ``folder`` (none if it does not exist), oldest first."""
+    """Every ``*.json`` bundle in ``folder`` (none if it does not exist), oldest first.
+
+    Messages name a file by its folder and its parent's (``results/community/z.json``).
+
+    >>> load_dir("/dev/null", "given")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gpulesson.results.bundle.BundleError: /dev/null: holds bundles only, so it must be a ...
+    """
     if source not in SOURCES:
         raise ValueError(f"unknown bundle source {source!r}: use one of {', '.join(SOURCES)}")
     folder = Path(folder)
-    if not folder.is_dir():
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
         return ()
-    found = [Sourced(load(path), source, path.name) for path in sorted(folder.glob("*.json"))]
+    except OSError as exc:
+        raise BundleError(str(folder), f"cannot read the folder ({exc.strerror})") from None
+    if not stat.S_ISDIR(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+        raise BundleError(
+            str(folder),
+            f"holds bundles only, so it must be a folder, and it is {what}: commit the "
+            "bundles themselves in a real folder",
+        )
+    prefix = f"{folder.parent.name}/{folder.name}/" if folder.parent.name else f"{folder}/"
+    names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".json"))
+    found = [Sourced(load(folder / name, prefix + name), source, name) for name in names]
     return tuple(sorted(found, key=lambda s: (s.bundle.provenance.created_utc, s.file)))
 
 
