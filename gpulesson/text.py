@@ -85,7 +85,7 @@ def inert(value: object, max_chars: int = MAX_CHARS) -> str:
     )
     start = _LINE_START.match(text)  # its characters are not escaped above
     if start:
-        cut = 0 if start.group(1) in "+-" else len(start.group(1)) - 1
+        cut = 0 if start.group(1) in "+-" else len(start.group(1).rstrip()) - 1
         escaped = escaped[:cut] + "\\" + escaped[cut:]
     return html.escape(escaped, quote=True)
 
