@@ -106,6 +106,9 @@
         actions: false,
         config: themeConfig(),
         loader: refusingLoader(),
+        /* Vega's expression interpreter, not code compiled with new Function: the site's
+           Content-Security-Policy has no 'unsafe-eval' (gpulesson/site/csp_hook.py). */
+        ast: true,
         tooltip: { theme: dark() ? "dark" : "light" }
       });
     }).then(function (result) {
