@@ -36,6 +36,9 @@ Sources for the norms (not computed here, cited):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpulesson import schema_check
 
 # Bytes per stored number. 4-bit is the sources' flat half byte; the NF4 rows
 # add the quantization constants of QLoRA's scheme: one fp32 absmax per block
@@ -130,175 +133,46 @@ def state_bytes(optimizer: str | None, state_dtype: str | None) -> float:
     return states * DTYPE_BYTES[state_dtype or "fp32"]
 
 
-_NO_MASTER = "no fp32 copy of the weights: "
+TABLE = Path(__file__).with_name("recipes.json")
+SCHEMA = Path(__file__).with_name("recipes.schema.json")
+_DTYPE_FIELDS = ("weight_dtype", "grad_dtype", "state_dtype", "master_dtype", "compute_dtype")
 
-PRESETS: dict[str, Recipe] = {
-    r.name: r
-    for r in (
-        Recipe(
-            name="amp",
-            weight_dtype="fp32",
-            grad_dtype="fp32",
-            state_dtype="fp32",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="fp16",
-            source="PyTorch AMP: fp32 weights, gradients and AdamW moments, 16-bit "
-            "activations under torch.autocast (112 GB for 7B)",
-            gives_up="nothing in the update's precision: the norm for training, "
-            "16 bytes per parameter",
-        ),
-        Recipe(
-            name="fp16-fp32-grads",
-            weight_dtype="fp16",
-            grad_dtype="fp32",
-            state_dtype="fp32",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="fp16",
-            source="source 004: fp16 weights, fp32 gradients, fp32 Adam moments (98 GB for 7B)",
-            gives_up=_NO_MASTER + "fp16 weights round away small updates; and PyTorch gives "
-            "a parameter's gradient the parameter's dtype, so fp32 gradients of fp16 weights "
-            "need a custom setup",
-        ),
-        Recipe(
-            name="bf16",
-            weight_dtype="bf16",
-            grad_dtype="bf16",
-            state_dtype="fp32",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="bf16",
-            source="source 000: bf16 weights and gradients, fp32 Adam moments (84 GB for 7B)",
-            gives_up=_NO_MASTER + "an update smaller than about 1/256 of a weight (bf16's "
-            "resolution) is rounded away; and torch's AdamW would keep bf16 moments for bf16 "
-            "weights, so fp32 moments need a custom optimizer",
-        ),
-        Recipe(
-            name="mixed-fp32-master",
-            weight_dtype="bf16",
-            grad_dtype="bf16",
-            state_dtype="fp32",
-            master_dtype="fp32",
-            optimizer="adamw",
-            compute_dtype="bf16",
-            source="source 001: mixed precision with fp32 master weights (112 GB for 7B; "
-            "ZeRO's 16 bytes per parameter)",
-            gives_up="nothing in the update's precision: the same 16 bytes per parameter as "
-            "amp, as 16-bit working weights plus an fp32 master copy",
-        ),
-        Recipe(
-            name="fp32",
-            weight_dtype="fp32",
-            grad_dtype="fp32",
-            state_dtype="fp32",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="fp32",
-            source="everything in fp32, as a model built without a dtype trains",
-            gives_up="speed and activation memory: fp32 activations are twice the size of "
-            "16-bit ones, and tensor cores run 16-bit matmuls fastest",
-        ),
-        Recipe(
-            name="bf16-pure",
-            weight_dtype="bf16",
-            grad_dtype="bf16",
-            state_dtype="bf16",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="bf16",
-            source="a model built in bf16: torch's AdamW keeps its moments in bf16 too",
-            gives_up="precision: bf16 weights round away small updates and bf16 moments "
-            "lose the second moment's small values; training can stall or diverge without "
-            "care (stochastic rounding or Kahan summation)",
-        ),
-        Recipe(
-            name="sgd",
-            weight_dtype="fp16",
-            grad_dtype="fp32",
-            state_dtype=None,
-            master_dtype=None,
-            optimizer="sgd",
-            compute_dtype="fp16",
-            source="source 004's SGD column: fp16 weights, fp32 gradients, no state",
-            gives_up="Adam's per-parameter step sizes: plain SGD trains transformers worse, "
-            "and the fp16 weights have no fp32 copy",
-        ),
-        Recipe(
-            name="infer-fp16",
-            weight_dtype="fp16",
-            grad_dtype=None,
-            state_dtype=None,
-            master_dtype=None,
-            optimizer=None,
-            compute_dtype="fp16",
-            source="inference: weights only (source 004: 2 bytes per parameter)",
-            gives_up="training: no gradients, no optimizer state",
-            inference=True,
-        ),
-        Recipe(
-            name="infer-int8",
-            weight_dtype="int8",
-            grad_dtype=None,
-            state_dtype=None,
-            master_dtype=None,
-            optimizer=None,
-            compute_dtype="fp16",
-            source="inference with int8 weights (per-row scales not counted)",
-            gives_up="training, and some accuracy to 8-bit weights",
-            inference=True,
-        ),
-        Recipe(
-            name="infer-4bit",
-            weight_dtype="4bit",
-            grad_dtype=None,
-            state_dtype=None,
-            master_dtype=None,
-            optimizer=None,
-            compute_dtype="fp16",
-            source="inference with 4-bit weights, constants not counted",
-            gives_up="training, and more accuracy to 4-bit weights than int8 loses",
-            inference=True,
-        ),
-        Recipe(
-            name="lora",
-            weight_dtype="bf16",
-            grad_dtype="bf16",
-            state_dtype="fp32",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="bf16",
-            source="LoRA: frozen bf16 base, adapters trained with fp32 Adam moments",
-            gives_up="full fine-tuning: the base is frozen and only low-rank adapters learn",
-            adapters=True,
-        ),
-        Recipe(
-            name="qlora",
-            weight_dtype="4bit",
-            grad_dtype="bf16",
-            state_dtype="fp32",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="bf16",
-            source="source 000: frozen 4-bit base, adapters with fp32 Adam moments (3.6 GB for 7B)",
-            gives_up="full fine-tuning and some accuracy: only adapters learn, on a 4-bit "
-            "base that is dequantized at every use",
-            adapters=True,
-        ),
-        Recipe(
-            name="qlora-nf4",
-            weight_dtype="nf4-dq",
-            grad_dtype="bf16",
-            state_dtype="fp32",
-            master_dtype=None,
-            optimizer="adamw",
-            compute_dtype="bf16",
-            source="QLoRA with NF4 constants and double quantization (0.516 B per base weight)",
-            gives_up="as qlora: only adapters learn, on a 4-bit NF4 base",
-            adapters=True,
-        ),
-    )
-}
+
+def load_presets(path: Path = TABLE) -> dict[str, Recipe]:
+    """The recipes of a table like ``recipes.json``, checked, by name in the table's order.
+
+    The schema checks each row's fields; the dtypes and the optimizer must be keys of
+    :data:`DTYPE_BYTES` and :data:`OPTIMIZER_STATES`, and no name may come twice.
+    Anything else raises ``ValueError`` naming the file, the recipe and the field.
+
+    >>> list(load_presets())[:3]
+    ['amp', 'fp16-fp32-grads', 'bf16']
+    """
+    data = schema_check.load_json(path, SCHEMA)
+    presets: dict[str, Recipe] = {}
+    for i, row in enumerate(data["recipes"]):
+        where = schema_check.where(path.name, ("recipes", i), None)
+        for field in _DTYPE_FIELDS:
+            if row.get(field) is not None and row[field] not in DTYPE_BYTES:
+                raise ValueError(
+                    f"{where}: {field}: {row[field]!r} is not a dtype: "
+                    f"use one of {', '.join(DTYPE_BYTES)}"
+                )
+        if row["optimizer"] is not None and row["optimizer"] not in OPTIMIZER_STATES:
+            raise ValueError(
+                f"{where}: optimizer: {row['optimizer']!r} is not an optimizer: "
+                f"use one of {', '.join(OPTIMIZER_STATES)}"
+            )
+        if row["name"] in presets:
+            raise ValueError(
+                f"{where}: name: {row['name']!r} is already a recipe: give each its own name"
+            )
+        presets[row["name"]] = Recipe(**row)
+    return presets
+
+
+# The table: gpulesson/memory/recipes.json, read once.
+PRESETS: dict[str, Recipe] = load_presets()
 
 
 def get_recipe(preset: str) -> Recipe:
