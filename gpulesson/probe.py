@@ -33,7 +33,6 @@ Used by the lesson ``lessons/software-stack.md`` and by ``gpulesson probe``.
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import platform
@@ -45,6 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulesson.text import inert as markdown_text  # the one escaping helper; kept under this name
 from gpulesson.units import format_gb, format_gib
 
 PCI_ROOT = Path("/sys/bus/pci/devices")
@@ -589,22 +589,6 @@ def to_text(report: ProbeReport) -> str:
     lines += ["", f"Verdict: {_verdict_line(report.verdict)}", f"Next step: {report.verdict.fix}"]
     lines += [f"Probe step failed: {problem}" for problem in report.problems]
     return "\n".join(lines)
-
-
-def markdown_text(value: object) -> str:
-    """``value`` as literal text in Markdown: no HTML, links, emphasis, code or cell breaks.
-
-    Machine facts (device and CPU names, versions, environment values such as
-    ``CUDA_VISIBLE_DEVICES``) come from the machine that runs the probe, so every page
-    and table that shows one escapes it.
-
-    >>> print(markdown_text("<script>x</script> [a](b) *c* `d` e|f"))
-    &lt;script&gt;x&lt;/script&gt; \\[a\\](b) \\*c\\* \\`d\\` e\\|f
-    """
-    text = html.escape(str(value), quote=False).replace("\\", "\\\\")
-    for char in "`*_[]|":
-        text = text.replace(char, "\\" + char)
-    return text
 
 
 def to_markdown(report: ProbeReport) -> str:

@@ -278,6 +278,8 @@ def test_the_stamp_escapes_machine_facts():
 def test_machine_facts_in_markdown_render_as_text(render):
     html = _rendered(getattr(provenance, render)(_hostile_record()))
     assert "<img" not in html and "<a " not in html and "<em>" not in html
-    assert '&lt;img src=x onerror="alert(1)"&gt; [link](javascript:alert(2)) a|b *c*' in html
+    assert (
+        "&lt;img src=x onerror=&quot;alert(1)&quot;&gt; [link](javascript:alert(2)) a|b *c*" in html
+    )
     if render == "record_markdown":
         assert html.count("<tr>") == 7  # the header and six rows: no cell split by "|"

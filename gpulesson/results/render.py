@@ -13,13 +13,13 @@ display unit, chosen from the largest value in the row and named in the row's un
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from gpulesson.results.bundle import Measurement
 from gpulesson.results.compare import Across, Cell, Comparison, Row, Sourced
+from gpulesson.text import inert
 from gpulesson.timing import charts
 
 MISSING = "—"
@@ -115,14 +115,11 @@ def _text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _md_cell(text: str) -> str:
-    return html.escape(str(text), quote=False).replace("|", "\\|")
-
-
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int) -> str:
     align = ["---" if i < right_from else "---:" for i in range(len(header))]
-    out = ["| " + " | ".join(_md_cell(h) for h in header) + " |", "|" + "|".join(align) + "|"]
-    out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    # The header is this module's own text ("[1]: of datasheet"); the cells hold bundle data.
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(inert(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -180,9 +177,9 @@ def comparison_to_text(comparison: Comparison) -> str:
 
 def comparison_to_markdown(comparison: Comparison) -> str:
     """The comparison as a Markdown table, with who is who above it."""
-    lines = [f"- mine: {_md_cell(provenance_line(comparison.mine))}"]
+    lines = [f"- mine: {inert(provenance_line(comparison.mine))}"]
     for i, other in enumerate(comparison.others, start=1):
-        lines.append(f"- [{i}]: {_md_cell(provenance_line(other))}")
+        lines.append(f"- [{i}]: {inert(provenance_line(other))}")
     header, rows = comparison_rows(comparison)
     return "\n".join(lines) + "\n\n" + _md_table(header, rows, right_from=2)
 
@@ -199,11 +196,17 @@ def bundles_markdown(bundles: Sequence[Sourced]) -> str:
     for i, s in enumerate(bundles, start=1):
         p = s.bundle.provenance
         suite = "--quick" if p.suite.quick else "full"
-        out.append(
-            f"| [{i}] | {_md_cell(p.device_name)} ({p.device_type}) | {s.source} | "
-            f"{p.created_utc} | {_md_cell(p.torch_version)} | {p.cuda_version or MISSING} | "
-            f"{p.driver_version or MISSING} | {p.gpulesson_commit or MISSING} | {suite} |"
+        cells = (
+            f"{p.device_name} ({p.device_type})",
+            s.source,
+            p.created_utc,
+            p.torch_version,
+            p.cuda_version or MISSING,
+            p.driver_version or MISSING,
+            p.gpulesson_commit or MISSING,
+            suite,
         )
+        out.append(f"| [{i}] | " + " | ".join(inert(c) for c in cells) + " |")
     return "\n".join(out)
 
 

@@ -30,6 +30,7 @@ from gpulesson.results.bundle import Measurement
 from gpulesson.results.compare import Sourced, load_dir
 from gpulesson.site import facts
 from gpulesson.site.results_pages import RESULTS_DIR
+from gpulesson.text import inert
 
 GPU_TYPES = ("cuda",)
 
@@ -72,11 +73,11 @@ def stamp_markdown(ref: Sourced) -> str:
     software = ", ".join(
         part
         for part in (
-            f"driver {p.driver_version}" if p.driver_version else "",
-            f"CUDA {p.cuda_version}" if p.cuda_version else "",
-            f"torch {p.torch_version}",
-            f"gpulesson {p.gpulesson_version}"
-            + (f" ({p.gpulesson_commit})" if p.gpulesson_commit else ""),
+            f"driver {inert(p.driver_version)}" if p.driver_version else "",
+            f"CUDA {inert(p.cuda_version)}" if p.cuda_version else "",
+            f"torch {inert(p.torch_version)}",
+            f"gpulesson {inert(p.gpulesson_version)}"
+            + (f" ({inert(p.gpulesson_commit)})" if p.gpulesson_commit else ""),
         )
         if part
     )
@@ -84,8 +85,8 @@ def stamp_markdown(ref: Sourced) -> str:
     return (
         '!!! info "GPU figures from a reference result bundle, not from this build\'s machine"\n'
         f"    This build has no CUDA GPU. The GPU figures below were measured by "
-        f"`gpulesson measure` ({suite}) on **{p.device_name}** on {ref.date} "
-        f"({software}), bundle `results/reference/{ref.file}`. "
+        f"`gpulesson measure` ({suite}) on **{inert(p.device_name)}** on {inert(ref.date)} "
+        f"({software}), bundle <code>results/reference/{inert(ref.file)}</code>. "
         "See [Results across GPUs](../../results/) for every bundle."
     )
 

@@ -22,7 +22,6 @@ folder explicitly.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from gpulesson.results import datasheets
@@ -36,6 +35,7 @@ from gpulesson.results.render import (
     headline_chart_template,
     throughput_chart,
 )
+from gpulesson.text import script_json
 from gpulesson.timing.charts import to_html
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +111,7 @@ def compare_html(root: Path = RESULTS_DIR) -> str:
     The course's throughput chart shows the reference bundles from the start (hidden while
     there is none) and the reader's series once a bundle is chosen.
     """
-    payload = json.dumps(compare_data(root), separators=(",", ":")).replace("</", "<\\/")
+    payload = script_json(compare_data(root))
     references = load_dir(root / "reference", "reference")
     course_chart = to_html(
         throughput_chart(references, reader=True),

@@ -27,11 +27,12 @@ True
 from __future__ import annotations
 
 import html
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from gpulesson.text import script_json
 
 HEIGHT_PX = 320
 PALETTE_SIZE = 5
@@ -380,7 +381,7 @@ def to_html(spec: Mapping[str, Any], *, caption: str, hidden: bool = False) -> s
     >>> 'aria-label="A &lt;b&gt;"' in html_, "\\\\u003cb" in html_, "\\n" in html_
     (True, True, False)
     """
-    payload = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+    payload = script_json(spec)
     label = html.escape(str(spec.get("description") or spec.get("title") or "chart"))
     return (
         f'<figure class="gl-chart" data-gl-chart{" hidden" if hidden else ""}>'
