@@ -17,7 +17,7 @@ import re
 from gpulesson.memory import budget, comm, compute, recipes
 from gpulesson.memory import compute_render as compute_render
 from gpulesson.memory import render as budget_render
-from gpulesson.memory.shape import MAX_COUNT, short_number
+from gpulesson.memory.shape import MAX_COUNT, count_limit, short_number, too_large
 from gpulesson.results import datasheets
 from gpulesson.units import parse_size
 
@@ -55,27 +55,35 @@ def parse_count(text: str, name: str = "--params") -> float:
 
 
 def positive_int(option: str, text: str | None) -> int | None:
-    """Read a whole-number option (``None`` stays ``None``); at most 2^53.
+    """Read a whole-number option (``None`` stays ``None``), up to its maximum.
+
+    The maxima are :data:`gpulesson.memory.shape.COUNT_LIMITS` (2^53, and 10,000 layers),
+    checked here before any arithmetic, so a huge count is refused at once.
 
     >>> positive_int("batch", "8")
     8
-    >>> positive_int("gpus", "1" + "0" * 400)
+    >>> positive_int("gpus", "1" + "0" * 400)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: --gpus 100000000000...(401 digits) is too large: at most 2^53 (9.0e+15)
+    ValueError: --gpus 100000000000...(401 digits) is too large: at most 2^53 (9.0e+15), because ...
+    >>> positive_int("layers", "3000000")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --layers 3000000 is too large: at most 10,000, because the estimate walks ...
     """
     if text is None:
         return None
+    name = option.replace("-", "_")
     try:
         value = int(text)
     except ValueError:
+        if text.strip().lstrip("+").isdigit():  # past int()'s 4,300 digits
+            raise ValueError(too_large(f"--{option} ", short_number(text), name)) from None
         raise ValueError(f"--{option} {short_number(text)!r} is not a whole number") from None
     if value <= 0:
-        raise ValueError(f"--{option} {text!r} must be a positive whole number")
-    if value > MAX_COUNT:
-        raise ValueError(
-            f"--{option} {short_number(text)} is too large: at most 2^53 ({MAX_COUNT:.1e})"
-        )
+        raise ValueError(f"--{option} {short_number(text)!r} must be a positive whole number")
+    if value > count_limit(name).maximum:
+        raise ValueError(too_large(f"--{option} ", short_number(text), name))
     return value
 
 
@@ -149,7 +157,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="override the optimizer state's dtype",
     )
     for name in (*_SHAPE_OPTIONS, "batch"):
-        parser.add_argument(f"--{name}", metavar="N", help=f"transformer config: {name}")
+        parser.add_argument(
+            f"--{name}",
+            metavar="N",
+            help=f"transformer config: {name} (at most {count_limit(name).stated})",
+        )
     parser.add_argument(
         "--kv-heads",
         metavar="N",
@@ -202,7 +214,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="LoRA/QLoRA: share of parameters trained (default 0.001)",
     )
     parser.add_argument(
-        "--lora-rank", metavar="R", help="LoRA/QLoRA: adapter rank (needs a config)"
+        "--lora-rank",
+        metavar="R",
+        help="LoRA/QLoRA: adapter rank (needs a config; at most --hidden, the smallest "
+        "dimension of the adapted matrices)",
     )
     parser.add_argument("--lora-targets", choices=budget.LORA_TARGETS, default="attn")
     parser.add_argument(
@@ -224,12 +239,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         f"hours: {', '.join(datasheets.ids())}",
     )
     parser.add_argument(
-        "--mfu", metavar="F", help="model FLOPs utilization the run reaches, e.g. 0.4 (with --gpu)"
+        "--mfu",
+        metavar="F",
+        help=f"model FLOPs utilization the run reaches, e.g. 0.4 (with --gpu): from "
+        f"{compute.MIN_MFU:g} to 1",
     )
     parser.add_argument(
         "--price-per-gpu-hour",
         metavar="USD",
-        help="with --gpu: US dollars per GPU-hour (default: the where-to-run lesson's example "
+        help="with --gpu: US dollars per GPU-hour, from 0 to "
+        f"{compute.MAX_PRICE_USD_PER_GPU_HOUR:,.0f} (default: the where-to-run lesson's example "
         "rate for that GPU, an example and not a quote)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -266,6 +285,13 @@ def build_budget(args: argparse.Namespace) -> budget.Budget:
     chunks = positive_int("loss-chunks", args.loss_chunks)
     if chunks is not None and args.loss != "chunked":
         raise ValueError("--loss-chunks needs --loss chunked")
+    rank = positive_int("lora-rank", args.lora_rank)
+    if rank is not None and shape is not None and rank > shape.hidden:
+        raise ValueError(
+            f"--lora-rank {rank} is larger than --hidden {shape.hidden}, the smallest dimension "
+            f"of the adapted matrices ({shape.hidden} x {shape.hidden} attention projections, "
+            f"{shape.hidden} x {4 * shape.hidden} MLP): give at most {shape.hidden}, e.g. 8 or 16"
+        )
     return budget.estimate(
         params,
         preset=args.preset,
@@ -278,7 +304,7 @@ def build_budget(args: argparse.Namespace) -> budget.Budget:
         zero=int(args.zero),
         accumulation_steps=positive_int("accumulation", args.accumulation) or 1,
         trainable_fraction=parse_fraction(args.trainable_fraction),
-        lora_rank=positive_int("lora-rank", args.lora_rank),
+        lora_rank=rank,
         lora_targets=args.lora_targets,
         foreach=args.foreach,
         loss=args.loss,
@@ -316,7 +342,7 @@ def parse_tokens(text: str | None) -> float | None:
 
 
 def parse_mfu(text: str | None) -> float | None:
-    """Read ``--mfu``: a share above 0 and at most 1.
+    """Read ``--mfu``: a share from ``compute.MIN_MFU`` to 1.
 
     >>> parse_mfu("0.4")
     0.4
@@ -336,7 +362,7 @@ for 40% write 0.4
 
 
 def parse_price(text: str | None) -> float | None:
-    """Read ``--price-per-gpu-hour``: US dollars, at least 0 and finite.
+    """Read ``--price-per-gpu-hour``: US dollars, from 0 to ``compute.MAX_PRICE_USD_PER_GPU_HOUR``.
 
     >>> parse_price("2.5")
     2.5
@@ -344,6 +370,10 @@ def parse_price(text: str | None) -> float | None:
     Traceback (most recent call last):
     ...
     ValueError: --price-per-gpu-hour '-1' must be a price of at least 0 US dollars, e.g. 2.5
+    >>> parse_price("1e308")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --price-per-gpu-hour 1e308 is more than 1,000 US dollars per GPU-hour, ...
     """
     if text is None:
         return None
@@ -356,7 +386,7 @@ def parse_price(text: str | None) -> float | None:
             f"--price-per-gpu-hour {short_number(text)!r} must be a price of at least 0 US "
             "dollars, e.g. 2.5"
         )
-    return value
+    return compute.check_price(value, label=f"--price-per-gpu-hour {short_number(text)}")
 
 
 def build_compute(

@@ -67,9 +67,8 @@ from gpulesson.memory.terms import (
     SAVED_ACTIVATIONS,
     TRAINING_POINTS,
     PointBytes,
-    evaluate_points,
     evaluate_terms,
-    phase_peaks,
+    peak_points,
     slice_tokens,
     use_bytes,
 )
@@ -260,6 +259,14 @@ def _lora_trainable(shape: TransformerShape | None, rank: int, targets: str) -> 
         )
     check_count("lora_rank", rank)
     c = shape.hidden
+    if rank > c:
+        # The adapted matrices are hidden x hidden (attention) and hidden x 4 hidden (MLP):
+        # a rank above their smallest dimension is no low-rank update.
+        raise ValueError(
+            f"lora_rank={rank} is larger than hidden={c}, the smallest dimension of the "
+            f"adapted matrices ({c} x {c} attention projections, {c} x {4 * c} MLP): "
+            f"give a rank of at most {c}, e.g. 8 or 16"
+        )
     # rank r adapter on a (d_in x d_out) matrix: r * (d_in + d_out) parameters.
     per_layer = {"attn": 4 * rank * 2 * c, "mlp": 2 * rank * 5 * c}
     per_layer["all"] = per_layer["attn"] + per_layer["mlp"]
@@ -294,6 +301,11 @@ def trainable_parameters(
         raise ValueError("give a LoRA rank or a trainable fraction, not both")
     if lora_rank is not None:
         trainable = _lora_trainable(shape, lora_rank, lora_targets)
+        if trainable > n_params:
+            raise ValueError(
+                f"lora_rank={lora_rank} on {lora_targets} layers trains {trainable:,} adapter "
+                f"parameters, more than the model's {n_params:,}: give a smaller rank, e.g. 8"
+            )
         return trainable, (f"adapters: rank {lora_rank} on {lora_targets} layers",)
     fraction = (
         DEFAULT_TRAINABLE_FRACTION
@@ -507,9 +519,8 @@ def impl_terms(
 
 
 def _phases(
-    points: list[PointBytes], persistent: dict[str, int], order: tuple[str, ...]
+    peaks: dict[str, PointBytes], persistent: dict[str, int], order: tuple[str, ...]
 ) -> tuple[Phase, ...]:
-    peaks = phase_peaks(points)
     return tuple(
         Phase(
             name=name,
@@ -533,8 +544,8 @@ def training_phases(
     ['forward', 'backward', 'optimizer step']
     """
     terms = evaluate_terms(sizes, conditions)
-    points = evaluate_points(TRAINING_POINTS, terms, conditions, int(sizes["layers"]))
-    return _phases(points, persistent, ("forward", "backward", "optimizer step"))
+    peaks = peak_points(TRAINING_POINTS, terms, conditions, int(sizes["layers"]))
+    return _phases(peaks, persistent, ("forward", "backward", "optimizer step"))
 
 
 def inference_phases(
@@ -548,8 +559,8 @@ def inference_phases(
     {'weights': 8928, 'KV cache': 512, 'temporaries': 2048}
     """
     terms = evaluate_terms(sizes, conditions)
-    points = evaluate_points(INFERENCE_POINTS, terms, conditions, int(sizes["layers"]))
-    return _phases(points, persistent, ("forward",))
+    peaks = peak_points(INFERENCE_POINTS, terms, conditions, int(sizes["layers"]))
+    return _phases(peaks, persistent, ("forward",))
 
 
 def phases_without_shape(

@@ -51,6 +51,14 @@ ATTENTION_TRAIN_FLOPS_PER_LAYER_SEQ_HIDDEN = 12
 CHINCHILLA_TOKENS_PER_PARAM = 20
 SECONDS_PER_HOUR = 3600
 SIXTEEN_BIT = ("bf16", "fp16")
+# Bounds on the inputs that price time and money (input checks, not figures about runs).
+# MIN_MFU: below 0.01% of the peak a run is broken, not slow (large runs report 0.38 to
+# 0.46); with every count the CLI accepts, hours stay finite above it.
+MIN_MFU = 1e-4
+# MAX_PRICE_USD_PER_GPU_HOUR: hundreds of times the example rates (at most a few dollars
+# per GPU-hour); a larger number is likelier a monthly or a whole cluster's price than a
+# GPU-hour's, and with it the cost stays finite.
+MAX_PRICE_USD_PER_GPU_HOUR = 1000.0
 
 
 def _positive(name: str, value: float, example: str) -> float:
@@ -300,7 +308,7 @@ def mfu(achieved_flop_per_s: float, peak_flop_per_s: float) -> float:
 
 
 def check_mfu(value: float, label: str | None = None) -> float:
-    """``value`` if it is a share above 0 and at most 1; ``ValueError`` with the fix otherwise.
+    """``value`` if it is a share from ``MIN_MFU`` to 1; ``ValueError`` with the fix otherwise.
 
     ``label`` names the value in the message (default ``mfu=<value>``).
 
@@ -311,10 +319,21 @@ def check_mfu(value: float, label: str | None = None) -> float:
     ...
     ValueError: mfu=40 must be a share above 0 and at most 1: no run beats its peak; \
 for 40% write 0.4
+    >>> check_mfu(1e-300)
+    Traceback (most recent call last):
+    ...
+    ValueError: mfu=1e-300 is below 0.0001, the least MFU priced: a run at under 0.01% of \
+its peak is broken, not slow; give the share it reaches, e.g. 0.4
     """
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if number and math.isfinite(value) and 0 < value <= 1:
+    if number and math.isfinite(value) and MIN_MFU <= value <= 1:
         return float(value)
+    if number and 0 < value < MIN_MFU:
+        raise ValueError(
+            f"{label or f'mfu={value!r}'} is below {MIN_MFU:g}, the least MFU priced: a run "
+            f"at under {MIN_MFU:.2%} of its peak is broken, not slow; give the share it "
+            "reaches, e.g. 0.4"
+        )
     if number and 1 < value <= 100:
         hint = f"no run beats its peak; for {value:g}% write {value / 100:g}"
     else:
@@ -416,6 +435,34 @@ def example_price(gpu: str) -> tuple[float, str] | None:
     return rate.on_demand_usd_per_h, label
 
 
+def check_price(value: float, label: str | None = None) -> float:
+    """``value`` if it is a price per GPU-hour from 0 to ``MAX_PRICE_USD_PER_GPU_HOUR``.
+
+    ``label`` names the value in the message (default ``price_usd_per_gpu_hour=<value>``).
+
+    >>> check_price(2.5)
+    2.5
+    >>> check_price(1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: price_usd_per_gpu_hour=1e+308 is more than 1,000 US dollars per GPU-hour, \
+the most priced (hundreds of times the example rates): give the price of one GPU for one hour, \
+e.g. 2.5
+    """
+    name = label or f"price_usd_per_gpu_hour={value!r}"
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float) and math.isfinite(value) and value >= 0
+    ):
+        raise ValueError(f"{name} must be a finite price of at least 0 US dollars, e.g. 2.5")
+    if value > MAX_PRICE_USD_PER_GPU_HOUR:
+        raise ValueError(
+            f"{name} is more than {MAX_PRICE_USD_PER_GPU_HOUR:,.0f} US dollars per GPU-hour, "
+            "the most priced (hundreds of times the example rates): give the price of one GPU "
+            "for one hour, e.g. 2.5"
+        )
+    return float(value)
+
+
 def plan_training(
     flops: TrainingFlops,
     *,
@@ -445,16 +492,7 @@ def plan_training(
     dtype, peak = peak_for(sheet, compute_dtype)
     price_source: str | None
     if price_usd_per_gpu_hour is not None:
-        if isinstance(price_usd_per_gpu_hour, bool) or not (
-            isinstance(price_usd_per_gpu_hour, int | float)
-            and math.isfinite(price_usd_per_gpu_hour)
-            and price_usd_per_gpu_hour >= 0
-        ):
-            raise ValueError(
-                f"price_usd_per_gpu_hour={price_usd_per_gpu_hour!r} must be a finite price of "
-                "at least 0 US dollars, e.g. 2.5"
-            )
-        price: float | None = float(price_usd_per_gpu_hour)
+        price: float | None = check_price(price_usd_per_gpu_hour)
         price_source = "given"
     else:
         example = example_price(gpu)

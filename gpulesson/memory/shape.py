@@ -1,8 +1,11 @@
 """The shape of a GPT-2-style transformer and the micro-batch one GPU runs.
 
 Counts are checked once, here: each is a positive whole number no larger than
-``MAX_COUNT`` (2^53, the largest range in which a float still holds every whole
-number, so products of counts stay exact enough to price).
+its maximum in :data:`COUNT_LIMITS` (``MAX_COUNT``, 2^53, the largest range in
+which a float still holds every whole number, so products of counts stay exact
+enough to price; the layers at most ``MAX_LAYERS``, because the estimate walks
+the backward pass one block at a time). The CLI (``gpulesson budget``) and the
+browser's VRAM planner (through ``planner.json``) refuse the same values.
 
 Used by :mod:`gpulesson.memory.budget` and :mod:`gpulesson.memory.terms`.
 
@@ -19,10 +22,68 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_COUNT = 2**53
+#: The most layers a shape may have. The estimate evaluates two points of the backward
+#: pass per block (``gpulesson.memory.terms.evaluate_points``), so its time grows with
+#: the layers; 10,000 is ten times the 1,000 layers DeepNet trained (Wang et al.,
+#: arXiv:2203.00555). ``tests/benchmarks/bench_budget_bounds.py`` times the largest.
+MAX_LAYERS = 10_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class CountLimit:
+    """The largest value a count may take, written as the refusal says it, and why."""
+
+    maximum: int
+    stated: str
+    why: str
+
+
+_FLOAT_LIMIT = CountLimit(
+    maximum=MAX_COUNT,
+    stated="2^53 (9.0e+15)",
+    why="above it a float no longer holds every whole number, so the bytes cannot be priced",
+)
+
+#: Each count's maximum, by its API name (a CLI option is the same name with dashes).
+#: Counts not named here (vocab, seq, hidden, heads, batch, kv_heads, gpus, ...) take
+#: the float limit.
+COUNT_LIMITS: dict[str, CountLimit] = {
+    "layers": CountLimit(
+        maximum=MAX_LAYERS,
+        stated=f"{MAX_LAYERS:,}",
+        why="the estimate walks the backward pass one block at a time (ten times the "
+        "1,000 layers of DeepNet, arXiv:2203.00555)",
+    ),
+}
+
+#: The shape's counts, in the order the CLI and the planner ask for them.
+SHAPE_COUNTS = ("vocab", "seq", "hidden", "heads", "layers", "batch", "kv_heads")
+
+
+def count_limit(name: str) -> CountLimit:
+    """The limit of the count ``name`` (an API name such as ``layers`` or ``kv_heads``).
+
+    >>> count_limit("layers").maximum, count_limit("hidden").maximum == MAX_COUNT
+    (10000, True)
+    """
+    return COUNT_LIMITS.get(name, _FLOAT_LIMIT)
+
+
+def too_large(label: str, value: int | float | str, name: str) -> str:
+    """The refusal of a count above its maximum: ``label`` as the caller names the count
+    (``layers=`` for the API, ``--layers `` for the CLI), the value, the maximum and why.
+
+    >>> too_large("--layers ", 3000000, "layers")  # doctest: +NORMALIZE_WHITESPACE
+    '--layers 3000000 is too large: at most 10,000, because the estimate walks the backward
+    pass one block at a time (ten times the 1,000 layers of DeepNet, arXiv:2203.00555)'
+    """
+    limit = count_limit(name)
+    shown = value if isinstance(value, str) else short_number(value)
+    return f"{label}{shown} is too large: at most {limit.stated}, because {limit.why}"
 
 
 def check_count(name: str, value: Any) -> int:
-    """``value`` if it is a positive whole number up to ``MAX_COUNT``, else a ValueError.
+    """``value`` if it is a positive whole number up to its maximum, else a ValueError.
 
     >>> check_count("layers", 12)
     12
@@ -30,15 +91,34 @@ def check_count(name: str, value: Any) -> int:
     Traceback (most recent call last):
     ...
     ValueError: layers=0 must be a positive whole number
+    >>> check_count("layers", 3_000_000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: layers=3000000 is too large: at most 10,000, because the estimate walks ...
     """
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name}={value!r} must be a positive whole number")
-    if value > MAX_COUNT:
-        raise ValueError(
-            f"{name}={short_number(value)} is too large: counts above 2^53 "
-            f"({MAX_COUNT:.1e}) cannot be priced; give a real size"
-        )
+    if value > count_limit(name).maximum:
+        raise ValueError(too_large(f"{name}=", value, name))
     return value
+
+
+def limits_data() -> dict[str, dict[str, Any]]:
+    """The shape's limits as JSON-ready data, for the VRAM planner (``planner.json``).
+
+    >>> d = limits_data()
+    >>> d["layers"]["maximum"], d["layers"]["stated"], d["hidden"]["maximum"] == MAX_COUNT
+    (10000, '10,000', True)
+    """
+    return {
+        name: {
+            "minimum": 1,
+            "maximum": count_limit(name).maximum,
+            "stated": count_limit(name).stated,
+            "why": count_limit(name).why,
+        }
+        for name in SHAPE_COUNTS
+    }
 
 
 def check_positive(name: str, value: Any, example: str) -> float:

@@ -617,6 +617,61 @@ def phase_peaks(points: list[PointBytes]) -> dict[str, PointBytes]:
     return peaks
 
 
+def _line_coefficients(
+    uses: tuple[Use, ...], terms: dict[str, float], layers: int
+) -> tuple[tuple[float, float, float], ...]:
+    """Each use as (times + per_layer x layers, per_done, the term's bytes): use_bytes' order."""
+    return tuple((u.times + u.per_layer * layers, u.per_done, terms[u.term]) for u in uses)
+
+
+def peak_points(
+    points: tuple[Point, ...], terms: dict[str, float], conditions: set[str], layers: int
+) -> dict[str, PointBytes]:
+    """``phase_peaks(evaluate_points(...))`` without keeping a result per block.
+
+    The same sums in the same order (so the same whole bytes, the same first of
+    equals), but only each phase's largest point so far is kept: one pass over the
+    blocks, with each use's layer multiplier worked out once.
+
+    >>> pts = (Point(phase="b", label="x", each_block=True,
+    ...              alive=(("activations", (Use(term="a", times=0, per_done=-1),)),)),)
+    >>> peak_points(pts, {"a": 5.0}, set(), layers=3)["b"].done
+    0
+    """
+    active = [p for p in points if conditions.issuperset(p.when)]
+    peaks: dict[str, PointBytes] = {}
+    best: dict[str, int] = {}  # each phase's largest total so far
+
+    def offer(p: Point, done: int | None, lines: dict[str, int]) -> None:
+        total = sum(lines.values())
+        if p.phase not in best or total > best[p.phase]:
+            best[p.phase] = total
+            peaks[p.phase] = PointBytes(phase=p.phase, label=p.label, done=done, alive_bytes=lines)
+
+    i = 0
+    while i < len(active):
+        if not active[i].each_block:
+            p = active[i]
+            offer(p, None, {line: use_bytes(uses, terms, layers) for line, uses in p.alive})
+            i += 1
+            continue
+        run = []
+        while i < len(active) and active[i].each_block:
+            p = active[i]
+            run.append((p, [(line, _line_coefficients(u, terms, layers)) for line, u in p.alive]))
+            i += 1
+        for done in range(layers):
+            for p, coefficients in run:
+                lines = {}
+                for line, uses in coefficients:
+                    total = 0.0
+                    for base, per_done, value in uses:
+                        total += (base + per_done * done) * value
+                    lines[line] = int(total)
+                offer(p, done, lines)
+    return peaks
+
+
 def slice_tokens(tokens: int, slices: int) -> int:
     """Tokens in the largest slice when ``tokens`` are cut into ``slices`` (``Tensor.chunk``).
 
