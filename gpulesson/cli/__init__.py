@@ -6,6 +6,9 @@ parser, ``--help`` and a bad argument never import torch. Bad input exits 2
 with one line on stderr naming the problem and the fix: argparse errors through
 ``_Parser.error``, and any ``ValueError`` raised by the API through ``main``.
 Output that cannot be written (a full disk) is one line on stderr and exit 1.
+A reader that went away (a closed pipe) or a stdout closed before the command
+started (``gpulesson budget ... >&-``, where Python leaves ``sys.stdout`` as
+``None``) stops the command quietly at its first write, status 0.
 Output is plain text unless ``--json``.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -99,8 +103,30 @@ class _Stdout:
         return getattr(self._stream, name)
 
 
-def _discard_output(stream: TextIO) -> None:
+class _ClosedStdout:
+    """``sys.stdout`` when the process started with file descriptor 1 closed.
+
+    Python then sets ``sys.stdout`` to ``None``; every write here is a closed pipe,
+    so the command stops as it does when its reader has gone.
+    """
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EBADF, "stdout is closed")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(errno.EBADF, "stdout is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+
+def _discard_output(stream: TextIO | None) -> None:
     """Point stdout's file at /dev/null, so the flush at exit cannot fail a second time."""
+    if stream is None:  # no stdout at all: nothing is flushed at exit
+        return
     with contextlib.suppress(OSError, ValueError):  # not a real file (tests capture it)
         os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
@@ -113,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     stdout = sys.stdout
-    sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
+    sys.stdout = _Stdout(_ClosedStdout() if stdout is None else stdout)  # type: ignore[arg-type,assignment]
     command = "gpulesson"
     try:
         parser = build_parser()
