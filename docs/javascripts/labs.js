@@ -173,10 +173,14 @@
     var select = el("select", { "data-in": "card" }, d.rates.map(function (r, i) {
       return el("option", { value: String(i), text: r.card_class + " · " + r.vram_gb + " GB" });
     }));
-    var hours = numberInput(3, { min: "0.1", step: "0.5", "data-in": "hours" });
-    var runs = numberInput(10, { min: "1", step: "1", "data-in": "runs" });
-    var onRate = numberInput(0, { min: "0", step: "0.05", "data-in": "on-rate" });
-    var spotRate = numberInput(0, { min: "0", step: "0.05", "data-in": "spot-rate" });
+    /* The ranges come from labs.json (gpulesson.site.labs.COST_LIMITS, which
+       run_cost_usd enforces too): an empty, invalid or out-of-range input is refused,
+       never read as $0, and no cost is ever Infinity or NaN. */
+    var lim = d.limits;
+    var hours = numberInput(3, { min: "0.1", max: String(lim.hours.maximum), step: "0.5", "data-in": "hours" });
+    var runs = numberInput(10, { min: "1", max: String(lim.runs.maximum), step: "1", "data-in": "runs" });
+    var onRate = numberInput(0, { min: "0", max: String(lim.rate.maximum), step: "0.05", "data-in": "on-rate" });
+    var spotRate = numberInput(0, { min: "0", max: String(lim.rate.maximum), step: "0.05", "data-in": "spot-rate" });
     var onOut = out("on-demand"); var spotOut = out("spot"); var noteOut = out("note");
 
     function pickCard() {
@@ -186,20 +190,41 @@
       update();
     }
 
+    /* [value, null] for a number in the field's range, else [NaN, the refusal]. */
+    function read(input, limit, label) {
+      var text = String(input.value).trim();
+      var v = Number(text);
+      var range = (limit.above ? "above " : "from ") + limit.minimum + " to " + limit.stated;
+      if (text === "" || !Number.isFinite(v)) { return [NaN, label + ": enter a number " + range + "."]; }
+      if (limit.whole && !Number.isInteger(v)) { return [NaN, label + " " + text + " must be a whole number."]; }
+      if (limit.above ? !(v > limit.minimum) : !(v >= limit.minimum)) {
+        return [NaN, label + " " + text + " must be " + (limit.above ? "above " : "at least ") + limit.minimum + "."];
+      }
+      if (v > limit.maximum) {
+        return [NaN, label + " " + text + " is too large: at most " + limit.stated + ", because " + limit.why + "."];
+      }
+      return [v, null];
+    }
+
     function update() {
-      var h = Number(hours.value); var n = Number(runs.value);
-      var a = Number(onRate.value); var b = Number(spotRate.value);
-      if (!(h > 0) || !(n >= 1) || !(a >= 0) || !(b >= 0)) {
-        noteOut.textContent = "Enter positive hours, at least one run, and rates of 0 or more.";
-        onOut.textContent = "–"; spotOut.textContent = "–";
+      var fields = [read(hours, lim.hours, "Hours per run"), read(runs, lim.runs, "Number of runs"),
+        read(onRate, lim.rate, "On-demand rate ($/h)"), read(spotRate, lim.rate, "Spot rate ($/h)")];
+      var refused = fields.filter(function (f) { return f[1]; })[0];
+      if (refused) {
+        noteOut.textContent = refused[1];
+        [onOut, spotOut].forEach(function (o) { o.textContent = "–"; delete o.dataset.value; });
         return;
       }
+      var h = fields[0][0]; var n = fields[1][0]; var a = fields[2][0]; var b = fields[3][0];
       var on = a * h * n; var spot = b * h * n;
       onOut.textContent = "$" + on.toFixed(2);
       spotOut.textContent = "$" + spot.toFixed(2);
       onOut.dataset.value = String(on);
       spotOut.dataset.value = String(spot);
-      noteOut.textContent = "Spot saves $" + (on - spot).toFixed(2) + " if no run is interrupted. " +
+      var saving = on >= spot
+        ? "Spot saves $" + (on - spot).toFixed(2) + " if no run is interrupted. "
+        : "Spot costs $" + (spot - on).toFixed(2) + " more at these rates. ";
+      noteOut.textContent = saving +
         "Set a spending cap near $" + on.toFixed(0) + " before you start, and checkpoint every " +
         "run on spot so a preemption costs minutes, not the run.";
     }
@@ -497,7 +522,20 @@
     return order.map(function (name) { return peaks[name]; });
   }
 
+  /* plan() evaluates nothing outside the package's limits: a count past its maximum (layers
+     1e300 would loop for ever) throws at once, as estimate() raises. */
+  var PLAN_COUNTS = { batch: "batch", sequence: "seq", vocab: "vocab", hidden: "hidden",
+    heads: "heads", layers: "layers" };
+
   function plan(data, x) {
+    Object.keys(PLAN_COUNTS).forEach(function (name) {
+      var limit = data.limits[PLAN_COUNTS[name]];
+      var v = x[name];
+      if (!(Number.isInteger(v) && v >= limit.minimum && v <= limit.maximum)) {
+        throw new RangeError(PLAN_COUNTS[name] + "=" + v + " must be a whole number from " +
+          limit.minimum + " to " + limit.stated);
+      }
+    });
     var r = data.recipes[x.recipe];
     var params = Math.round(x.params);
     var trainable = r.adapters ? Math.round(params * x.fraction) : (r.inference ? 0 : params);
@@ -562,16 +600,27 @@
       return el("option", { value: n, text: n });
     }));
     var params = el("input", { type: "range", min: "0.1", max: "70", step: "0.1", value: "7", "data-in": "params" });
-    var batch = numberInput(1, { min: "1", step: "1", "data-in": "batch" });
-    var sequence = numberInput(512, { min: "1", step: "1", "data-in": "sequence" });
-    var vocab = numberInput(32000, { min: "1", step: "1", "data-in": "vocab" });
-    var hidden = numberInput(4096, { min: "1", step: "1", "data-in": "hidden" });
-    var heads = numberInput(32, { min: "1", step: "1", "data-in": "heads" });
-    var layers = numberInput(32, { min: "1", step: "1", "data-in": "layers" });
+    /* Each count's range comes from planner.json (gpulesson.memory.shape.COUNT_LIMITS, the
+       limits estimate() and gpulesson budget enforce); nothing is evaluated outside it. */
+    function countInput(value, name, key) {
+      var limit = data.limits[key];
+      return numberInput(value, { min: String(limit.minimum), max: String(limit.maximum),
+        step: "1", "data-in": name });
+    }
+    var batch = countInput(1, "batch", "batch");
+    var sequence = countInput(512, "sequence", "seq");
+    var vocab = countInput(32000, "vocab", "vocab");
+    var hidden = countInput(4096, "hidden", "hidden");
+    var heads = countInput(32, "heads", "heads");
+    var layers = countInput(32, "layers", "layers");
+    var COUNTS = [[batch, "batch", "Batch size"], [sequence, "seq", "Sequence length"],
+      [vocab, "vocab", "Vocabulary"], [hidden, "hidden", "Hidden size"],
+      [heads, "heads", "Attention heads"], [layers, "layers", "Layers"]];
     var ckpt = el("input", { type: "checkbox", "data-in": "checkpointing", id: nextId("ckpt") });
     var fraction = numberInput(data.default_trainable_fraction * 100, { min: "0.01", max: "100", step: "0.05", "data-in": "fraction" });
     var paramsOut = out("params");
     var totalOut = out("total"); var neededOut = out("needed"); var phaseOut = out("phase");
+    var refusalOut = el("p", { class: "gl-verdict", role: "alert", "data-out": "refusal" });
     var stack = el("div", { class: "gl-stack", role: "img", "aria-label": "memory alive at the peak, by consumer" });
     var legendOuts = PLANNER_KEYS.map(function (k) { return out(k); });
     var legend = el("ul", { class: "gl-legend" }, PLANNER_KEYS.map(function (k, i) {
@@ -580,14 +629,57 @@
     }));
     var cards = el("ul", { class: "gl-cardlist", "aria-live": "polite", "data-out": "cards" });
 
-    function whole(input) { var v = Number(input.value); return Number.isInteger(v) && v >= 1 ? v : NaN; }
+    function shown(text) { return text.length <= 20 ? text : text.slice(0, 12) + "…(" + text.length + " characters)"; }
+
+    /* The refusal for a count outside its range (the same wording as gpulesson budget),
+       or null when it is a whole number from 1 to its maximum. */
+    function countRefusal(input, key, label) {
+      var limit = data.limits[key];
+      var text = String(input.value).trim();
+      var v = Number(text);
+      if (text === "" || !Number.isFinite(v)) {
+        return label + ": enter a whole number from 1 to " + limit.stated + ".";
+      }
+      if (!Number.isInteger(v) || v < limit.minimum) {
+        return label + " " + shown(text) + " must be a positive whole number.";
+      }
+      if (v > limit.maximum) {
+        return label + " " + shown(text) + " is too large: at most " + limit.stated +
+          ", because " + limit.why + ".";
+      }
+      return null;
+    }
+
+    function refusal() {
+      for (var i = 0; i < COUNTS.length; i += 1) {
+        var r = countRefusal(COUNTS[i][0], COUNTS[i][1], COUNTS[i][2]);
+        if (r) { return r; }
+      }
+      var share = Number(fraction.value) / 100;
+      if (!fraction.disabled && !(String(fraction.value).trim() !== "" && share > 0 && share <= 1)) {
+        return "Trainable share: enter a share above 0 and at most 100 %.";
+      }
+      if (Number(hidden.value) % Number(heads.value) !== 0) {
+        return "Attention heads " + heads.value + " must divide the hidden size " + hidden.value + ".";
+      }
+      return null;
+    }
 
     function inputs() {
       return { params: Number(params.value) * 1e9, recipe: recipe.value,
         optimizer: optimizer.disabled ? null : optimizer.value, attention: attention.value,
-        batch: whole(batch), sequence: whole(sequence), vocab: whole(vocab), hidden: whole(hidden),
-        heads: whole(heads), layers: whole(layers), checkpointing: ckpt.checked ? "full" : "none",
-        fraction: Number(fraction.value) / 100 };
+        batch: Number(batch.value), sequence: Number(sequence.value), vocab: Number(vocab.value),
+        hidden: Number(hidden.value), heads: Number(heads.value), layers: Number(layers.value),
+        checkpointing: ckpt.checked ? "full" : "none", fraction: Number(fraction.value) / 100 };
+    }
+
+    /* An invalid input leaves no number behind: every result is cleared, the refusal shown. */
+    function clearResults() {
+      [totalOut, neededOut, phaseOut].concat(legendOuts).forEach(function (o) {
+        o.textContent = "–"; delete o.dataset.value;
+      });
+      stack.textContent = "";
+      cards.textContent = "";
     }
 
     function recipeChanged() {
@@ -602,10 +694,9 @@
       var x = inputs();
       paramsOut.textContent = fmt(x.params / 1e9, 1) + " billion parameters";
       params.setAttribute("aria-valuetext", paramsOut.textContent);
-      var bad = [x.batch, x.sequence, x.vocab, x.hidden, x.heads, x.layers].some(function (v) { return !(v >= 1); }) ||
-        (!fraction.disabled && !(x.fraction > 0 && x.fraction <= 1));
-      if (bad) { totalOut.textContent = "enter positive whole numbers (and a share of 0–100 %)"; return; }
-      if (x.hidden % x.heads !== 0) { totalOut.textContent = "the heads must divide the hidden size"; return; }
+      var refused = refusal();
+      if (refused) { clearResults(); refusalOut.textContent = refused; return; }
+      refusalOut.textContent = "";
       var p = plan(data, x);
       var scale = Math.max(p.total, data.cards_bytes[data.cards_bytes.length - 1]);
       stack.textContent = "";
@@ -652,6 +743,7 @@
       el("dt", { text: "total at the peak" }), el("dd", {}, [totalOut]),
       el("dt", { text: "a card needs" }), el("dd", {}, [neededOut])
     ]));
+    box.appendChild(refusalOut);
     box.appendChild(cards);
     recipeChanged();
   }

@@ -27,6 +27,7 @@ from gpulesson.memory.recipes import (
     PRESETS,
     state_bytes,
 )
+from gpulesson.memory.shape import limits_data
 from gpulesson.memory.terms import tables_data
 from gpulesson.units import GB, GIB
 
@@ -41,11 +42,16 @@ def planner_data() -> dict[str, Any]:
     the script evaluates exactly as :func:`estimate` does (one GPU, no
     sharding, no accumulation, the per-tensor optimizer); ``headroom`` the fit
     rule: a card fits when ``(total + cuda_context_bytes) / (1 -
-    allocator_slack_fraction) <= card``.
+    allocator_slack_fraction) <= card``; ``limits`` the largest value of each
+    count of the shape and why (:func:`gpulesson.memory.shape.limits_data`, the
+    limits the estimate and ``gpulesson budget`` enforce), which the script checks
+    before it evaluates anything.
 
     >>> d = planner_data()
     >>> d["recipes"]["bf16"]["gradients"], d["cards_bytes"][0], d["default_preset"]
     (2.0, 8000000000, 'amp')
+    >>> d["limits"]["layers"]["maximum"]
+    10000
     >>> import json
     >>> json.loads(json.dumps(d)) == d
     True
@@ -77,6 +83,7 @@ def planner_data() -> dict[str, Any]:
         "cards_bytes": [c * GB for c in CARDS_GB],
         "default_trainable_fraction": DEFAULT_TRAINABLE_FRACTION,
         "default_loss_chunks": DEFAULT_LOSS_CHUNKS,
+        "limits": limits_data(),
         "headroom": {
             "cuda_context_bytes": CUDA_CONTEXT_BYTES,
             "allocator_slack_fraction": ALLOCATOR_SLACK_FRACTION,

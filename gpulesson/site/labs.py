@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from gpulesson.memory.budget import TransformerShape, estimate, fits
 from gpulesson.memory.capacity import CARDS_GB
+from gpulesson.memory.compute import MAX_PRICE_USD_PER_GPU_HOUR
 from gpulesson.memory.recipes import get_recipe
 from gpulesson.results.datasheets import example_rates
 from gpulesson.timing.results import IllusionResult
@@ -310,25 +312,96 @@ def rates_source() -> str:
     return example_rates().source
 
 
+@dataclass(frozen=True, kw_only=True)
+class CostLimit:
+    """The range of one of the cost calculator's inputs, and why it ends where it does.
+
+    ``above`` says the minimum itself is refused (hours must be above 0); ``whole``
+    that the value is a count.
+    """
+
+    minimum: float
+    maximum: float
+    stated: str
+    why: str
+    above: bool = False
+    whole: bool = False
+
+
+# Bounds on input, not figures about runs: they keep every cost the calculator shows
+# finite and readable (at most 1,000 x 10,000 x 10,000 = 10^11 US dollars). The rate's
+# bound is the one gpulesson budget --price-per-gpu-hour enforces.
+MAX_HOURS_PER_RUN = 10_000.0
+MAX_RUNS = 10_000
+COST_LIMITS: dict[str, CostLimit] = {
+    "rate": CostLimit(
+        minimum=0.0,
+        maximum=MAX_PRICE_USD_PER_GPU_HOUR,
+        stated=f"{MAX_PRICE_USD_PER_GPU_HOUR:,.0f}",
+        why="hundreds of times the example rates: a larger number is likelier a monthly or a "
+        "whole cluster's price than one card's hour (gpulesson budget refuses it too)",
+    ),
+    "hours": CostLimit(
+        minimum=0.0,
+        maximum=MAX_HOURS_PER_RUN,
+        stated=f"{MAX_HOURS_PER_RUN:,.0f}",
+        why="that is more than a year of one run",
+        above=True,
+    ),
+    "runs": CostLimit(
+        minimum=1,
+        maximum=MAX_RUNS,
+        stated=f"{MAX_RUNS:,}",
+        why="a sweep larger than that is priced run by run, not here",
+        whole=True,
+    ),
+}
+
+
+def _check_cost_input(name: str, label: str, value: Any) -> float:
+    limit = COST_LIMITS[name]
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value):
+        raise ValueError(f"{label}={value!r} is not a finite number: enter one, e.g. 3")
+    if limit.whole and value != int(value):
+        raise ValueError(f"{label}={value!r} must be a whole number")
+    if value < limit.minimum or (limit.above and value == limit.minimum):
+        side = "above" if limit.above else "at least"
+        raise ValueError(f"{label}={value!r} must be {side} {limit.minimum:g}, e.g. 3")
+    if value > limit.maximum:
+        raise ValueError(
+            f"{label}={value!r} is too large: at most {limit.stated}, because {limit.why}"
+        )
+    return float(value)
+
+
 def run_cost_usd(rate_usd_per_h: float, hours_per_run: float, runs: int) -> float:
-    """Rate × hours × runs, with checks on the inputs.
+    """Rate × hours × runs, each input checked against :data:`COST_LIMITS`.
 
     >>> run_cost_usd(0.60, 3, 10)
     18.0
     >>> run_cost_usd(0.60, -1, 10)
     Traceback (most recent call last):
     ...
-    ValueError: hours_per_run=-1 must be positive: enter the length of one run, e.g. 3
+    ValueError: hours_per_run=-1 must be above 0, e.g. 3
+    >>> run_cost_usd(1e308, 3, 10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: rate_usd_per_h=1e+308 is too large: at most 1,000, because hundreds of times ...
     """
-    if rate_usd_per_h < 0:
-        raise ValueError(f"rate {rate_usd_per_h} $/h must not be negative")
-    if hours_per_run <= 0:
-        raise ValueError(
-            f"hours_per_run={hours_per_run} must be positive: enter the length of one run, e.g. 3"
-        )
-    if runs < 1:
-        raise ValueError(f"runs={runs} must be at least 1")
-    return round(rate_usd_per_h * hours_per_run * runs, 6)
+    rate = _check_cost_input("rate", "rate_usd_per_h", rate_usd_per_h)
+    hours = _check_cost_input("hours", "hours_per_run", hours_per_run)
+    count = _check_cost_input("runs", "runs", runs)
+    return round(rate * hours * count, 6)
+
+
+def cost_limits_data() -> dict[str, dict[str, Any]]:
+    """:data:`COST_LIMITS` as JSON-ready data, for the cost calculator's script.
+
+    >>> cost_limits_data()["rate"]["maximum"], cost_limits_data()["hours"]["above"]
+    (1000.0, True)
+    """
+    return {name: asdict(limit) for name, limit in COST_LIMITS.items()}
 
 
 def cost_markdown(
@@ -508,7 +581,11 @@ def labs_data() -> dict:
             "launch_s": TEACHING.launch_s,
             "source_launch_s": SOURCE_LAUNCH_S,
         },
-        "cost": {"source": rates_source(), "rates": [asdict(c) for c in card_rates()]},
+        "cost": {
+            "source": rates_source(),
+            "rates": [asdict(c) for c in card_rates()],
+            "limits": cost_limits_data(),
+        },
         "dispatch": {
             "machines": [asdict(m) for m in machines()],
             "lines": [
