@@ -527,7 +527,10 @@ def validate(data: Any) -> Bundle:
     gpulesson.results.bundle.BundleError: (top level): 'provenance' is a required property \
 (see gpulesson/results/bundle.schema.json)
     """
-    bundle_input.check_values(data)
+    try:
+        bundle_input.check_values(data)
+    except FieldError as exc:
+        raise BundleError(exc.field, exc.problem) from None
     check_schema(data)
     problems = date_problems(data) or consistency_problems(data)
     if problems:

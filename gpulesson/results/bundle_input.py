@@ -250,9 +250,13 @@ bundle nests 4 deep at most; send the bundle gpulesson measure wrote
 
 @dataclass(frozen=True)
 class _Refused:
-    """A value the parser met that no bundle may hold; the walk names its path."""
+    """A value the parser met that no bundle may hold; the walk names its path.
+
+    ``key`` is the key of an object that held it twice (the path then ends with it).
+    """
 
     problem: str
+    key: str | None = None
 
 
 def _constant(text: str) -> _Refused:
@@ -279,7 +283,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Refused:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            return _Refused(f"the key {_shown(key)} appears twice: keep one of them")
+            return _Refused("this key appears twice in one object: keep one of them", key)
         out[key] = value
     return out
 
@@ -355,6 +359,8 @@ def value_problems(data: Any, limit_depth: int = MAX_DEPTH) -> Iterator[tuple[st
                 yield json_path(path), f"this key: {key_problem}"
                 continue
         if isinstance(value, _Refused):
+            if value.key is not None:
+                path = (*path, value.key)
             problem = value.problem
         elif isinstance(value, str):
             problem = _string_problem(value, MAX_STRING_CHARS)
