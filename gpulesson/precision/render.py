@@ -22,6 +22,7 @@ from gpulesson.precision.scaler import NonFiniteCheck, ScalerRun
 from gpulesson.precision.step import StepTiming
 from gpulesson.precision.tf32 import MatmulErrors, Tf32Settings
 from gpulesson.precision.trace import TraceRow
+from gpulesson.text import inert
 from gpulesson.units import MB
 
 
@@ -158,7 +159,7 @@ def gpu_markdown(figures: Sequence[GpuFigure], wanted: Mapping[str, str], what: 
     source = "this build's GPU" if figures[0].source == "this build" else "reference bundle"
     out = [f"| {what} | {unit} | measured on | suite measurement |", "|---|---:|---|---|"]
     for f in figures:
-        out.append(f"| {f.label} | {f.value / factor:.4g} | {source} | `{f.name}` |")
+        out.append(f"| {inert(f.label)} | {f.value / factor:.4g} | {source} | `{f.name}` |")
     return "\n".join(out)
 
 

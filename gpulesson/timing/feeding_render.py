@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gpulesson.text import inert
 from gpulesson.timing.alignment import ShapeComparison
 from gpulesson.timing.fusion import FusionResult
 from gpulesson.timing.loader import LoaderComparison, LoaderRun
@@ -249,7 +250,8 @@ def rows_markdown(rows: Sequence[Measurement]) -> str:
     for m in rows:
         unit, size = display_unit(m.unit, [m.value])
         lines.append(
-            f"| {m.label or m.name} | {format_number(m.value / size)} | {unit} | {len(m.samples)} |"
+            f"| {inert(m.label or m.name)} | {format_number(m.value / size)} | {unit} | "
+            f"{len(m.samples)} |"
         )
     return "\n".join(lines)
 

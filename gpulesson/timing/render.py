@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from gpulesson.text import inert
 from gpulesson.timing import charts
 from gpulesson.timing.inputs import barrier_name
 from gpulesson.timing.peak import FLOPS_PER_FMA_LANE, FMA_UNIT_BOUNDS, CpuRoof
@@ -628,7 +630,13 @@ def _tflops_cell(flop_per_s: float | None) -> str:
 
 
 def _sources(sheet: Datasheet) -> str:
-    return ", ".join(f"[{s.title}]({s.url})" for s in sheet.sources)
+    for s in sheet.sources:  # a link's target is data too: a plain https URL, nothing else
+        if not re.fullmatch(r"https://[^\s()<>\\]+", s.url):
+            raise ValueError(
+                f"datasheet {sheet.id!r}: source {s.title!r} has url {s.url!r}, not a plain "
+                "https:// URL: fix it in gpulesson/results/datasheets.json"
+            )
+    return ", ".join(f"[{inert(s.title)}]({s.url})" for s in sheet.sources)
 
 
 def gpu_peaks_markdown(
@@ -662,8 +670,8 @@ def gpu_peaks_markdown(
         if d in by_dtype or (sheet is not None and sheet.dense_flop_per_s(d) is not None)
     ]
     lines = [
-        f"| {device_name}: matmul | best measured (TFLOP/s) | datasheet dense peak (TFLOP/s) "
-        "| measured / datasheet |",
+        f"| {inert(device_name)}: matmul | best measured (TFLOP/s) "
+        "| datasheet dense peak (TFLOP/s) | measured / datasheet |",
         "|---|---:|---:|---:|",
     ]
     for d in dtypes:
@@ -677,8 +685,8 @@ def gpu_peaks_markdown(
     lines.append("")
     if sheet is None:
         lines.append(
-            f"gpulesson's datasheet table has no row for {device_name}, so there is no peak to "
-            "compare against (`gpulesson/results/datasheets.json`)."
+            f"gpulesson's datasheet table has no row for {inert(device_name)}, so there is no "
+            "peak to compare against (`gpulesson/results/datasheets.json`)."
         )
     else:
         halved = [d for d in dtypes if d in sheet.peaks and sheet.peaks[d].with_sparsity]
@@ -712,6 +720,7 @@ def datasheets_markdown(
     for r in rows:
         peaks = " | ".join(_tflops_cell(r.dense_flop_per_s(d)) for d in dtypes)
         lines.append(
-            f"| {r.name} | {r.memory_bandwidth_stated_gb_per_s:,.0f} | {peaks} | {_sources(r)} |"
+            f"| {inert(r.name)} | {r.memory_bandwidth_stated_gb_per_s:,.0f} | {peaks} | "
+            f"{_sources(r)} |"
         )
     return "\n".join(lines)
