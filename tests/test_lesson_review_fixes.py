@@ -51,3 +51,16 @@ def test_fix_ladder_says_what_empty_cache_and_accumulation_cost():
     assert "gc.collect()" in text and "reference cycle" in text
     assert "divide\n   by the total token count" in text
     assert "huggingface.co/blog/gradient_accumulation" in text
+
+
+# --- feeding ------------------------------------------------------------------------------
+
+
+def test_feeding_names_both_start_method_defaults_and_the_spinning_wait():
+    text = _text("feeding")
+    assert "Python 3.10 to 3.13 it is forked" in text and "Python 3.14" in text
+    assert "forkserver" in text and "#contexts-and-start-methods" in text
+    assert "exactly as\nwaiting on a GPU does" not in text
+    assert "cudaDeviceScheduleBlockingSync" in text and "cudaSetDeviceFlags" in text
+    assert "`torch.nan_to_num`\n        is no check" in text
+    assert "torch.isnan(loss).any()" in text
