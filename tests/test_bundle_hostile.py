@@ -8,6 +8,7 @@ stderr) and, in one real strict build of a copy of the repository, through the s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -197,6 +198,18 @@ def test_compare_refuses_each_with_exit_2_and_one_line(run_cli, tmp_path, name):
     assert CASES[name][2] in result.stderr
 
 
+def test_the_schema_states_the_readers_limits():
+    text = B.schema()["description"]
+    for limit in (
+        f"over {bundle_input.MAX_BUNDLE_BYTES} bytes",
+        f"beyond {bundle_input.MAX_MAGNITUDE:g}".replace("+", ""),
+        f"below {bundle_input.MIN_MAGNITUDE:g}",
+        f"deeper than {bundle_input.MAX_DEPTH}",
+        f"over {bundle_input.MAX_STRING_CHARS} characters (keys over {bundle_input.MAX_KEY_CHARS})",
+    ):
+        assert limit in text, limit
+
+
 def test_the_fixture_bundles_still_load_unchanged():
     for path in sorted((FIXTURES / "bundles").glob("*.json")):
         assert B.to_dict(B.load(path)) == json.loads(path.read_text())
@@ -252,6 +265,19 @@ def test_deep_data_given_in_python_is_refused_without_recursing():
     data["provenance"]["driver_version"] = deep
     with pytest.raises(B.BundleError, match=r"nested deeper than 16 levels"):
         B.validate(data)
+
+
+def test_the_writer_keeps_an_exception_message_to_one_line_the_reader_accepts():
+    bundle = B.load(H100)
+    reason = "error: RuntimeError: CUDA out of memory.\nTried to allocate\x1b[0m" + "x" * 3000
+    m = dataclasses.replace(bundle.measurements[0], warning="spread\nlarge", note="a\tb")
+    written = B.to_dict(
+        dataclasses.replace(bundle, measurements=(m,), skipped=(B.Skipped("matmul", reason),))
+    )
+    again = B.validate(written)
+    assert again.skipped[0].reason.startswith("error: RuntimeError: CUDA out of memory. Tried")
+    assert len(again.skipped[0].reason) == bundle_input.MAX_STRING_CHARS
+    assert (again.measurements[0].warning, again.measurements[0].note) == ("spread large", "a b")
 
 
 def test_a_folder_named_json_and_a_linked_folder_are_refused(tmp_path):

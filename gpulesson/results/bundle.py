@@ -201,7 +201,10 @@ class Bundle:
 
 
 def measurement_to_dict(m: Measurement) -> dict[str, Any]:
-    """One measurement as the schema's object (the spread is written beside the samples)."""
+    """One measurement as the schema's object (the spread is written beside the samples).
+
+    The warning and note are written as one line (:func:`bundle_input.one_line`).
+    """
     s = m.spread
     out: dict[str, Any] = {
         "name": m.name,
@@ -223,15 +226,19 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "limit": m.limit,
         "headline": m.headline,
         "params": dict(m.params),
-        "warning": m.warning,
+        "warning": None if m.warning is None else bundle_input.one_line(m.warning),
     }
     if m.note:
-        out["note"] = m.note
+        out["note"] = bundle_input.one_line(m.note)
     return out
 
 
 def to_dict(bundle: Bundle) -> dict[str, Any]:
-    """The bundle as plain data in the schema's shape."""
+    """The bundle as plain data in the schema's shape.
+
+    A skipped entry's reason (often an exception's message, which may span lines) is
+    written as one line a reader accepts (:func:`bundle_input.one_line`).
+    """
     p = bundle.provenance
     provenance = {
         "device_type": p.device_type,
@@ -268,7 +275,9 @@ def to_dict(bundle: Bundle) -> dict[str, Any]:
         "schema_version": bundle.schema_version,
         "provenance": provenance,
         "measurements": [measurement_to_dict(m) for m in bundle.measurements],
-        "skipped": [{"entry": s.entry, "reason": s.reason} for s in bundle.skipped],
+        "skipped": [
+            {"entry": s.entry, "reason": bundle_input.one_line(s.reason)} for s in bundle.skipped
+        ],
     }
 
 

@@ -82,6 +82,20 @@ def printable(text: str) -> str:
     return FORBIDDEN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def one_line(text: str, limit: int = MAX_STRING_CHARS) -> str:
+    """Free text (an exception's message) as a bundle may hold it: one line, ``limit`` long.
+
+    Each forbidden character becomes a space; text that is too long is cut, ending "...".
+
+    >>> one_line("RuntimeError: CUDA out of memory.\\nTried to allocate 2.00 GiB")
+    'RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB'
+    >>> one_line("x" * 10, limit=6)
+    'xxx...'
+    """
+    text = FORBIDDEN.sub(" ", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _shown(text: str) -> str:
     """A key or value quoted in a message: printable and at most MAX_SHOWN_CHARS long."""
     if len(text) > MAX_SHOWN_CHARS:
