@@ -12,6 +12,7 @@ import errno
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -170,6 +171,35 @@ def test_a_closed_pipe_is_not_a_traceback():
     os.close(write_end)
     assert "Traceback" not in result.stderr
     assert result.returncode == 0
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_a_stdout_closed_before_the_start_stops_quietly(command: str, monkeypatch):
+    """With fd 1 closed (``>&-``) Python sets sys.stdout to None: a closed pipe, not a crash."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DIAGNOSE_INPUT.encode())))
+    monkeypatch.setattr(sys, "stdout", None)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status = main(list(GOOD_RUNS[command]))
+    assert (status, err.getvalue()) == (0, "")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash to close stdout (>&-)")
+@pytest.mark.parametrize(
+    "args", [("budget", "--params", "7e9"), ("budget", "--params", "7e9", "--json"), ("--help",)]
+)
+def test_a_closed_stdout_in_a_real_shell_is_not_a_traceback(args: tuple[str, ...]):
+    """The issue's ``gpulesson budget ... >&-`` ended in AttributeError."""
+    command = shlex.join([sys.executable, "-m", "gpulesson", *args]) + " >&-"
+    result = subprocess.run(
+        [shutil.which("bash") or "bash", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert "Traceback" not in result.stderr and "AttributeError" not in result.stderr
+    assert (result.returncode, result.stderr) == (0, "")
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")

@@ -347,3 +347,87 @@ def test_post_build_writes_the_json(tmp_path):
     out = tmp_path / "assets" / "labs"
     assert json.loads((out / "labs.json").read_text())["timing"]["cpu_s"] == 5.0
     assert json.loads((out / "glossary.json").read_text())[0]["name"]
+
+
+# --- the labs' ranges: one place (the package), written into the labs' JSON ----------------
+
+
+def test_planner_json_carries_the_estimates_count_limits():
+    from gpulesson.memory import shape
+
+    limits = planner_data()["limits"]
+    assert limits == shape.limits_data()
+    assert limits["layers"]["maximum"] == shape.MAX_LAYERS
+    assert {"batch", "seq", "vocab", "hidden", "heads", "layers"} <= set(limits)
+    for name, limit in limits.items():  # the same bound the API refuses past
+        assert limit["maximum"] == shape.count_limit(name).maximum
+        assert limit["why"] and limit["stated"]
+
+
+def test_labs_json_carries_the_cost_limits_run_cost_checks():
+    from gpulesson.memory import compute
+
+    limits = json.loads(labs.to_json())["cost"]["limits"]
+    assert limits == labs.cost_limits_data()
+    assert limits["rate"]["maximum"] == compute.MAX_PRICE_USD_PER_GPU_HOUR  # budget's bound
+    assert limits["hours"]["above"] and limits["runs"]["whole"]
+    with pytest.raises(ValueError, match="too large"):
+        labs.run_cost_usd(1.0, limits["hours"]["maximum"] * 2, 1)
+
+
+_NODE_REFUSE = """
+const fs = require("fs");
+global.window = {};
+global.document = {
+  readyState: "loading", addEventListener() {}, getElementById() { return null; }
+};
+eval(fs.readFileSync(process.argv[2], "utf8"));
+const input = JSON.parse(fs.readFileSync(0, "utf8"));
+const out = input.cases.map((x) => {
+  try { window.glLabs.plan(input.data, x); return "planned"; }
+  catch (e) { return e.name + ": " + e.message; }
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js to run labs.js")
+def test_planner_script_refuses_a_count_past_its_limit_at_once(tmp_path):
+    """plan() with layers 1e300 looped for ever; now it throws before evaluating anything."""
+    script = tmp_path / "refuse.js"
+    script.write_text(_NODE_REFUSE)
+    base = {
+        "params": 7e9,
+        "recipe": "amp",
+        "optimizer": None,
+        "batch": 1,
+        "sequence": 512,
+        "vocab": 32000,
+        "hidden": 4096,
+        "heads": 32,
+        "layers": 32,
+        "attention": "sdpa",
+        "checkpointing": "none",
+        "fraction": 0.001,
+    }
+    cases = [
+        {**base, "layers": 1e300},
+        {**base, "layers": 10001},
+        {**base, "hidden": 2.0**54},
+        {**base, "batch": 0},
+        {**base, "layers": 10000},
+    ]
+    result = subprocess.run(
+        ["node", str(script), str(REPO / "docs" / "javascripts" / "labs.js")],
+        input=json.dumps({"data": planner_data(), "cases": cases}),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome[0] == "RangeError: layers=1e+300 must be a whole number from 1 to 10,000"
+    assert outcome[1].startswith("RangeError: layers=10001")
+    assert outcome[2].startswith("RangeError: hidden=")
+    assert outcome[3].startswith("RangeError: batch=0")
+    assert outcome[4] == "planned"  # the largest depth allowed is evaluated
