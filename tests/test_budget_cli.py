@@ -145,6 +145,21 @@ def test_params_with_a_different_config_is_said_in_text_and_json(run_cli):
             "--trainable-fraction 'nan' must be a share above 0 and at most 1, e.g. 0.001",
         ),
         ([], "--params"),
+        ([*GPT2_CONFIG[:-1], "3000000"], "--layers 3000000 is too large: at most 10,000, because"),
+        ([*GPT2_CONFIG[:-1], "1e300"], "--layers '1e300' is not a whole number"),
+        (
+            [*GPT2_CONFIG, "--preset", "qlora", "--lora-rank", "1024"],
+            "--lora-rank 1024 is larger than --hidden 768, the smallest dimension",
+        ),
+        (
+            ["--params", "7e9", "--tokens", "1e11", "--gpu", "a100-80gb", "--mfu", "1e-300"],
+            "--mfu 1e-300 is below 0.0001, the least MFU priced",
+        ),
+        (
+            ["--params", "7e9", "--tokens", "1e11", "--gpu", "a100-80gb", "--mfu", "0.4"]
+            + ["--price-per-gpu-hour", "1e308"],
+            "--price-per-gpu-hour 1e308 is more than 1,000 US dollars per GPU-hour",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line(run_cli, args, fragment):
