@@ -134,14 +134,16 @@ _KINDS = """() => [...(document.querySelector('article') || document.body).query
 
 def _scan(browser: object, site_url: str, paths: list[str], scheme: str) -> list[_PageVisit]:
     """Open each page in ``scheme``: what it logged and requested, what it renders, and axe."""
-    axe = str(_axe_script())
+    axe = _axe_script().read_text(encoding="utf-8")
     w = _Watched(browser, scheme)
     visits = []
     try:
         for path in paths:
             page = w.open(site_url + path.lstrip("/"))
             kinds = frozenset(page.evaluate(_KINDS))
-            page.add_script_tag(path=axe)
+            # Evaluated, not added as an inline <script>: the pages' Content-Security-Policy
+            # blocks inline scripts (gpulesson/site/csp_hook.py).
+            page.evaluate(axe)
             serious = tuple(
                 f"{path}: {v['id']} ({v['impact']}) {[n['target'] for n in v['nodes']][:3]}"
                 for v in page.evaluate(_AXE)["violations"]
