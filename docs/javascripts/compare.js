@@ -8,7 +8,12 @@
  * headline figures from the page's template, and the reader's series added to the course's
  * throughput chart (the figure under .gl-compare-course, whose spec names the dataset).
  * The full checks (JSON Schema, consistency, plausibility) are `gpulesson compare`'s;
- * here a file is refused when its structure or a figure is plainly wrong.
+ * here a file is refused when its structure or a figure is plainly wrong. Every lookup by a
+ * name from a file reads own properties only (own()), so a name such as "__proto__" or
+ * "constructor" is refused like any unknown name, and a file that cannot be shown is
+ * refused in the page's message area, never left as an uncaught error. The data block is
+ * read with JSON.parse, and every string from a bundle reaches the page as text
+ * (textContent, setAttribute), never as markup.
  */
 (function () {
   "use strict";
@@ -23,6 +28,16 @@
     });
     return node;
   }
+
+  /* obj[key] when obj has key as its own property, else undefined: no inherited names. */
+  function own(obj, key) {
+    return obj !== null && typeof obj === "object" && Object.prototype.hasOwnProperty.call(obj, key)
+      ? obj[key] : undefined;
+  }
+
+  var NAME = /^[a-z0-9_]+(\.[a-z0-9_]+)*$/;  /* as bundle.schema.json's measurement name */
+  var DTYPES = ["fp32", "tf32", "bf16", "fp16", "fp8"];
+  var LIMITS = ["peak_flops", "memory_bandwidth", "device_memory"];
 
   /* --- checking the reader's file ------------------------------------------------ */
 
@@ -54,20 +69,34 @@
     if (!Array.isArray(bundle.measurements) || bundle.measurements.length === 0) {
       fail("measurements", "missing or empty: the bundle has no figures");
     }
-    var sheet = p.datasheet_id ? data.datasheets[p.datasheet_id] : null;
+    if (p.datasheet_id !== undefined && p.datasheet_id !== null && typeof p.datasheet_id !== "string") {
+      fail("provenance.datasheet_id", "must be a datasheet id or null");
+    }
+    var sheet = p.datasheet_id ? own(data.datasheets, p.datasheet_id) : null;
     if (p.datasheet_id && !sheet) {
       fail("provenance.datasheet_id", JSON.stringify(p.datasheet_id) + " is not a known datasheet id");
     }
     bundle.measurements.forEach(function (m, i) {
       var where = "measurements[" + i + "]";
-      if (!m || typeof m.name !== "string" || !m.name) { fail(where + ".name", "missing"); }
-      if (typeof m.unit !== "string" || !data.units[m.unit]) {
+      if (!m || typeof m !== "object" || Array.isArray(m)) { fail(where, "not a JSON object"); }
+      if (typeof m.name !== "string" || !m.name) { fail(where + ".name", "missing"); }
+      if (!NAME.test(m.name)) {
+        fail(where + ".name", JSON.stringify(m.name) + " is not a measurement name (lower-case words joined by dots)");
+      }
+      if (typeof m.unit !== "string" || own(data.units, m.unit) !== true) {
         fail(where + ".unit", JSON.stringify(m.unit) + " is not a unit bundles use");
+      }
+      if (m.label !== undefined && typeof m.label !== "string") { fail(where + ".label", "must be text"); }
+      if (m.dtype !== undefined && m.dtype !== null && DTYPES.indexOf(m.dtype) < 0) {
+        fail(where + ".dtype", JSON.stringify(m.dtype) + " is not one of " + DTYPES.join(", ") + " or null");
+      }
+      if (m.limit !== undefined && m.limit !== null && LIMITS.indexOf(m.limit) < 0) {
+        fail(where + ".limit", JSON.stringify(m.limit) + " is not one of " + LIMITS.join(", ") + " or null");
       }
       if (!isNumber(m.value) || m.value < 0) {
         fail(where + ".value", JSON.stringify(m.value) + " is not a number of at least 0");
       }
-      var peak = sheet && m.limit === "peak_flops" && m.dtype ? sheet.peaks_flop_per_s[m.dtype] : null;
+      var peak = sheet && m.limit === "peak_flops" && m.dtype ? own(sheet.peaks_flop_per_s, m.dtype) : null;
       if (peak && m.value > data.flops_tolerance * peak) {
         fail(where + ".value", (m.value / 1e12).toPrecision(4) + " TFLOP/s is above " +
           data.flops_tolerance + "x the datasheet's dense " + m.dtype + " peak: not a plausible result");
@@ -84,7 +113,7 @@
   /* The display unit of a row: the largest scale its biggest value reaches (as in render.py). */
   function displayUnit(unit, values, scales) {
     if (unit === "ratio") { return ["x", 1]; }
-    var list = scales[unit];
+    var list = own(scales, unit);
     if (!list) { return [unit, 1]; }
     var top = Math.max.apply(null, values.map(Math.abs).concat([0]));
     for (var i = 0; i < list.length; i += 1) { if (top >= list[i][1]) { return list[i]; } }
@@ -102,9 +131,8 @@
 
   function fraction(m, sheet) {
     if (!sheet || !m) { return null; }
-    if (m.limit === "peak_flops" && m.dtype && sheet.peaks_flop_per_s[m.dtype]) {
-      return m.value / sheet.peaks_flop_per_s[m.dtype];
-    }
+    var peak = m.dtype ? own(sheet.peaks_flop_per_s, m.dtype) : undefined;
+    if (m.limit === "peak_flops" && peak) { return m.value / peak; }
     if (m.limit === "memory_bandwidth") { return m.value / sheet.memory_bandwidth_bytes_per_s; }
     return null;
   }
@@ -113,11 +141,11 @@
 
   /* Rows: the reader's headline figures, each with every reference's same-named figure. */
   function buildRows(bundle, data) {
-    var mineSheet = bundle.provenance.datasheet_id ? data.datasheets[bundle.provenance.datasheet_id] : null;
+    var mineSheet = bundle.provenance.datasheet_id ? own(data.datasheets, bundle.provenance.datasheet_id) : null;
     return bundle.measurements.filter(function (m) { return m.headline; }).map(function (m) {
       var refs = data.references.map(function (ref) {
-        var theirs = ref.measurements[m.name] || null;
-        var sheet = ref.datasheet_id ? data.datasheets[ref.datasheet_id] : null;
+        var theirs = own(ref.measurements, m.name) || null;
+        var sheet = ref.datasheet_id ? own(data.datasheets, ref.datasheet_id) : null;
         return theirs ? { value: theirs.value, fraction: fraction(theirs, sheet), ratio: theirs.value > 0 ? m.value / theirs.value : null } : null;
       });
       var values = [m.value].concat(refs.filter(Boolean).map(function (r) { return r.value; }));
@@ -254,27 +282,35 @@
     input.addEventListener("change", function () {
       var file = input.files && input.files[0];
       if (!file) { return; }
+      function refuse(error) {
+        root.dataset.state = "refused";
+        status.textContent = "Refused " + file.name + ": " + String(error && error.message || error);
+        tableBox.replaceChildren();
+        chartBox.replaceChildren();
+        try { overlay(root, null); } catch (ignored) { /* the refusal above is what counts */ }
+      }
       file.text().then(function (text) {
         var bundle;
         try {
           try { bundle = JSON.parse(text); } catch (e) { fail(file.name, "not JSON (" + e.message + ")"); }
           checkBundle(bundle, data);
         } catch (error) {
-          root.dataset.state = "refused";
-          status.textContent = "Refused " + file.name + ": " + error.message;
-          tableBox.replaceChildren();
-          chartBox.replaceChildren();
-          overlay(root, null);
+          refuse(error);
           return;
         }
-        var rows = buildRows(bundle, data);
-        drawTable(tableBox, rows, bundle, data);
-        drawCharts(chartBox, rows, bundle, data);
-        overlay(root, bundle);
+        try {
+          var rows = buildRows(bundle, data);
+          drawTable(tableBox, rows, bundle, data);
+          drawCharts(chartBox, rows, bundle, data);
+          overlay(root, bundle);
+        } catch (error) {
+          refuse(new Error("this page cannot show it (" + error.message + "); check it with gpulesson compare"));
+          return;
+        }
         root.dataset.state = "shown";
         status.textContent = "Showing " + file.name + ": " + bundle.provenance.device_name + ", " +
           rows.length + " headline figures. Nothing was uploaded.";
-      });
+      }, refuse);
     });
     root.dataset.ready = "1";
   }
