@@ -206,10 +206,36 @@ def test_cpu_readings_set_the_step_against_the_matmul_and_the_peak_model():
         flags=frozenset({"avx2", "fma"}),
     )
     matmul = MatmulResult(device="cpu", dtype="fp32", n=1000, threads=2, samples_s=(0.02,))
-    rows = compute_step.cpu_readings(40e9, matmul, cpu_peak(facts, "fp32", 2))
-    assert [r.peak_flop_per_s for r in rows] == [100e9, 64e9, 128e9]
-    assert [r.peak_kind for r in rows] == ["matmul", "model", "model"]
-    assert [round(r.mfu, 3) for r in rows] == [0.4, 0.625, 0.312]
+    peak = cpu_peak(facts, "fp32", 2)
+    rows = compute_step.cpu_readings(40e9, matmul, peak)
+    # The one-unit bound (64 GFLOP/s) is below the 100 GFLOP/s matmul measured: ruled out.
+    assert [r.peak_flop_per_s for r in rows] == [100e9, 128e9]
+    assert [r.peak_kind for r in rows] == ["matmul", "model"]
+    assert [round(r.mfu, 3) for r in rows] == [0.4, 0.312]
+    assert compute_step.bounds_below_matmul(matmul, peak) == ((1, 64e9),)
+
+
+def test_no_cpu_reading_exceeds_the_share_of_the_measured_matmul():
+    from gpulesson.timing.peak import CpuFacts, cpu_peak
+    from gpulesson.timing.results import MatmulResult
+
+    facts = CpuFacts(
+        arch="x86_64",
+        model=None,
+        cores=1,
+        cores_source="t",
+        clock_hz=2.6e9,
+        clock_source="t",
+        flags=frozenset({"avx512f", "fma"}),
+    )
+    # The case: a model bound of 83.2 GFLOP/s and a matmul timed at 180 GFLOP/s.
+    matmul = MatmulResult(device="cpu", dtype="fp32", n=1000, threads=1, samples_s=(2e9 / 180e9,))
+    peak = cpu_peak(facts, "fp32", 1)
+    assert [round(r / 1e9, 1) for _, r in peak.bounds_flop_per_s] == [83.2, 166.4]
+    rows = compute_step.cpu_readings(171e9, matmul, peak)
+    assert [r.peak_kind for r in rows] == ["matmul"]
+    assert max(r.mfu for r in rows) == rows[0].mfu < 1
+    assert len(compute_step.bounds_below_matmul(matmul, peak)) == 2
 
 
 def _bundle_with_step(value: float):

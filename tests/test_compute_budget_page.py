@@ -83,3 +83,28 @@ def quizzes_about(x: float) -> str:
     from gpulesson.site.quiz_values import about
 
     return about(x)
+
+
+def test_the_t4_option_shows_how_little_memory_zero3_leaves_each_card(page):
+    printed, found, values = page
+    t4 = datasheets.get("t4")
+    assert values["compute.plan_state_gb"] == pytest.approx(16 * 7e9 / 1e9)
+    assert values["compute.plan_state_per_gpu_gb"] == pytest.approx(16 * 7e9 / 8 / 1e9)
+    assert values["compute.left_t4_gb"] == pytest.approx((t4.memory_bytes - 16 * 7e9 / 8) / 1e9)
+    assert "| NVIDIA T4 |" in printed["compute-plan-memory"]
+    (made,) = [c for c in found if "barely fits" in c.text]
+    assert made.status == claims.HOLDS
+
+
+def test_the_cost_claim_says_it_rests_on_the_example_rates_and_one_mfu(page):
+    _, found, _ = page
+    (made,) = [c for c in found if "example rates" in c.text and "times the cheapest" in c.text]
+    assert "costs about the same everywhere" not in made.text
+    assert "one assumed MFU" in made.text
+
+
+def test_no_cpu_share_exceeds_the_share_of_the_measured_matmul(page):
+    printed, found, values = page
+    assert values["compute.cpu_top_share"] < 1
+    (made,) = [c for c in found if "No peak in the table is below" in c.text]
+    assert made.status == claims.HOLDS

@@ -198,6 +198,33 @@ def mfu_markdown(readings: Sequence[MfuReading]) -> str:
     return "\n".join(rows)
 
 
+def ruled_out_markdown(ruled_out: Sequence[tuple[int, float]], matmul_flop_per_s: float) -> str:
+    """The sentence naming the peak model's bounds a measured matmul beat; empty if none.
+
+    >>> text = ruled_out_markdown([(1, 83.2e9)], 180e9)
+    >>> text.startswith("The CPU peak model's bound for 1 FMA unit per core (83.2 GFLOP/s) is")
+    True
+    >>> text.endswith("below the matmul measured here (180.0 GFLOP/s), so this core has more than "
+    ...               "that bound assumes: it is left out of the table.")
+    True
+    >>> ruled_out_markdown([], 180e9)
+    ''
+    """
+    if not ruled_out:
+        return ""
+    bounds = " and ".join(
+        f"{units} FMA unit{'s' if units > 1 else ''} per core ({rate / 1e9:,.1f} GFLOP/s)"
+        for units, rate in ruled_out
+    )
+    plural = len(ruled_out) > 1
+    return (
+        f"The CPU peak model's bound{'s' if plural else ''} for {bounds} "
+        f"{'are' if plural else 'is'} below the matmul measured here "
+        f"({matmul_flop_per_s / 1e9:,.1f} GFLOP/s), so this core has more than that bound "
+        f"assume{'' if plural else 's'}: {'they are' if plural else 'it is'} left out of the table."
+    )
+
+
 def gpu_mfu_markdown(gpu: GpuMfu) -> str:
     """The GPU rows: a table with where they come from, or the sentence that says why none."""
     if not gpu.readings:

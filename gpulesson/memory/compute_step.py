@@ -381,8 +381,10 @@ def cpu_readings(
 ) -> tuple[MfuReading, ...]:
     """The CPU step's rate over the best matmul measured here, and over the peak model's bounds.
 
-    The peak model gives a rate per FMA unit; each bound of ``FMA_UNIT_BOUNDS`` is a row.
-    A term the machine does not reveal leaves those rows out.
+    The peak model gives a rate per FMA unit; each bound of ``FMA_UNIT_BOUNDS`` is a row,
+    except a bound below the matmul measured here: a roof the machine has already been timed
+    above is not a roof (:func:`bounds_below_matmul` names them), so no share on the page
+    can exceed what was measured. A term the machine does not reveal leaves those rows out.
     """
     rows = [
         MfuReading(
@@ -397,6 +399,8 @@ def cpu_readings(
         )
     ]
     for units, rate in peak.bounds_flop_per_s:
+        if rate < matmul.flop_per_s:
+            continue
         rows.append(
             MfuReading(
                 device="cpu",
@@ -414,13 +418,34 @@ def cpu_readings(
     return tuple(rows)
 
 
+def bounds_below_matmul(matmul: MatmulResult, peak: CpuPeak) -> tuple[tuple[int, float], ...]:
+    """The peak model's bounds ``(FMA units, FLOP/s)`` that the measured matmul already beat.
+
+    Such a bound is ruled out: this core has more FMA units, or runs faster than the clock
+    the model read. :func:`cpu_readings` leaves them out.
+
+    >>> from gpulesson.timing.peak import CpuFacts, cpu_peak
+    >>> from gpulesson.timing.results import MatmulResult
+    >>> f = CpuFacts(arch="x86_64", model=None, cores=1, cores_source="t", clock_hz=2e9,
+    ...              clock_source="t", flags=frozenset({"avx2", "fma"}))
+    >>> m = MatmulResult(device="cpu", dtype="fp32", n=1000, threads=1, samples_s=(0.04,))
+    >>> [(u, r / 1e9) for u, r in bounds_below_matmul(m, cpu_peak(f, "fp32", 1))]
+    [(1, 32.0)]
+    """
+    return tuple((u, r) for u, r in peak.bounds_flop_per_s if r < matmul.flop_per_s)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CpuMfu:
-    """The lesson's CPU step, the matmul it is set against, and the readings against each peak."""
+    """The lesson's CPU step, the matmul it is set against, and the readings against each peak.
+
+    ``ruled_out`` holds the peak model's bounds the matmul beat (:func:`bounds_below_matmul`).
+    """
 
     step: StepTiming
     matmul: MatmulResult
     readings: tuple[MfuReading, ...]
+    ruled_out: tuple[tuple[int, float], ...] = ()
 
 
 def measure_cpu_mfu(threads: int = 1) -> CpuMfu:
@@ -435,7 +460,12 @@ def measure_cpu_mfu(threads: int = 1) -> CpuMfu:
     after = measure_matmul(MATMUL_N["cpu"], threads=threads, min_run_time_s=0.2)
     matmul = max(before, after, key=lambda r: r.flop_per_s)
     peak = cpu_peak(read_cpu_facts(), "fp32", threads=threads)
-    return CpuMfu(step=step, matmul=matmul, readings=cpu_readings(step.flop_per_s, matmul, peak))
+    return CpuMfu(
+        step=step,
+        matmul=matmul,
+        readings=cpu_readings(step.flop_per_s, matmul, peak),
+        ruled_out=bounds_below_matmul(matmul, peak),
+    )
 
 
 def gpu_readings_from_bundle(bundle: Bundle) -> tuple[MfuReading, ...]:
