@@ -141,8 +141,30 @@ def _problem(error: jsonschema.ValidationError) -> Problem:
     return Problem(entry, field, keyword, value, fix, text)
 
 
+def _key_problem(data: Any, path: Path_ = ()) -> Problem | None:
+    """A field name that is not text (YAML reads ``1:`` or ``yes:`` as a number or a flag)."""
+    items = (
+        data.items()
+        if isinstance(data, Mapping)
+        else enumerate(data)
+        if isinstance(data, list)
+        else ()
+    )
+    for key, value in items:
+        if isinstance(data, Mapping) and not isinstance(key, str):
+            text = "a field name must be text: put it in quotes"
+            return Problem(path, str(shown(key)), "propertyNames", key, "", text)
+        found = _key_problem(value, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
 def first_problem(data: Any, schema: Mapping[str, Any]) -> Problem | None:
     """The first problem of ``data`` against ``schema`` in document order, or None."""
+    bad_key = _key_problem(data)
+    if bad_key is not None:
+        return bad_key
     validator = jsonschema.Draft202012Validator(schema)
     errors = list(validator.iter_errors(data))
     if not errors:

@@ -58,6 +58,11 @@ def test_the_wheel_carries_its_data_files(installed: Path):
     package = installed / "gpulesson"
     for data in ("bundle.schema.json", "datasheets.json", "example_rates.json"):
         assert (package / "results" / data).is_file(), data
+    for table in ("memory/recipes", "errors/fix_ladder"):  # read at import, with their schemas
+        for data in (f"{table}.json", f"{table}.schema.json"):
+            assert (package / data).is_file(), data
+    for name in ("quiz", "glossary", "labs", "error_examples"):
+        assert (package / "site" / "schemas" / f"{name}.schema.json").is_file(), name
     where = subprocess.run(
         [sys.executable, "-c", "import gpulesson; print(gpulesson.__file__)"],
         cwd=installed.parent,

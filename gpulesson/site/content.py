@@ -11,9 +11,14 @@ The files, all under the MkDocs ``docs_dir`` and kept out of the built site
   here: they are package data, ``gpulesson/results/example_rates.json``, shared
   with ``gpulesson budget --gpu`` (:func:`gpulesson.results.datasheets.example_rates`).
 
-:func:`load` turns them into the frozen dataclasses of those modules and
-refuses anything malformed with a :class:`ContentError` whose message names
-the file, the entry and the field. The site hook (``labs_hook.on_config``)
+:func:`load` checks each file against its JSON Schema, shipped in the package
+(``gpulesson/site/schemas/quiz.schema.json``, ``glossary.schema.json``,
+``labs.schema.json``: the fields, their types, which are required; each property's
+``description`` is the fix a message gives), then what a schema cannot say (exactly
+one right answer, a term's lesson exists, placeholders and values agree, a route's
+rates), and turns them into the frozen dataclasses of those modules. Anything
+malformed raises a :class:`ContentError` whose message names the file, the entry,
+the field and the fix. The site hook (``labs_hook.on_config``)
 calls :func:`configure` with ``config["docs_dir"]`` once per build; executed
 blocks and the renderers then read :func:`current`, which outside a build
 (tests, doctests) loads ``<cwd>/docs`` once.
@@ -38,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from gpulesson import schema_check
 from gpulesson.site.glossary import Term
 from gpulesson.site.labs import (
     MACHINE_KEYS,
@@ -128,56 +134,20 @@ def _read_yaml(path: Path, label: str) -> Any:
         raise ContentError(f"{label}: not valid YAML: {exc}") from None
 
 
-@dataclass(frozen=True)
-class _Entry:
-    """One entry of a file, for checking its fields and naming them in errors."""
+# --- checking against the schemas ----------------------------------------------------
 
-    where: str  # "file: entry"
-    data: Mapping[str, Any]
+SCHEMAS = Path(__file__).with_name("schemas")
 
-    def error(self, field: str, problem: str) -> ContentError:
-        return ContentError(
-            f"{self.where}: {field}: {problem}" if field else f"{self.where}: {problem}"
-        )
-
-    def text(self, field: str) -> str:
-        value = self.data[field]
-        if not isinstance(value, str):
-            shown = "true" if value is True else "false" if value is False else value
-            raise self.error(field, f"must be text, not {shown!r}: put it in quotes")
-        if not value.strip():
-            raise self.error(field, "is empty: write it out")
-        return value
-
-    def flag(self, field: str, default: bool) -> bool:
-        value = self.data.get(field, default)
-        if not isinstance(value, bool):
-            raise self.error(field, f"must be true or false, not {value!r}")
-        return value
-
-    def items(self, field: str) -> list[Any]:
-        value = self.data[field]
-        if not isinstance(value, list) or not value:
-            raise self.error(field, "must be a list with at least one item")
-        return value
-
-
-def _entry(
-    data: Any, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
-) -> _Entry:
-    """Check that ``data`` is a mapping with exactly the allowed fields."""
-    allowed = required + optional
-    if not isinstance(data, dict):
-        raise ContentError(f"{where}: expected fields ({', '.join(allowed)}), got {data!r}")
-    for key in data:
-        if key not in allowed:
-            raise ContentError(
-                f"{where}: {key}: unknown field; the fields are {', '.join(allowed)}"
-            )
-    for key in required:
-        if key not in data:
-            raise ContentError(f"{where}: {key}: missing; add it")
-    return _Entry(where, data)
+# The field quoted after an entry's number, and the singular a top list's entries take.
+_QUOTED = {
+    "questions": "prompt",
+    "options": "text",
+    "terms": "name",
+    "routes": "route",
+    "machines": "key",
+    "lines": "code",
+}
+_SINGULAR = {"questions": "question", "terms": "term"}
 
 
 def quote(text: Any) -> str:
@@ -188,119 +158,138 @@ def quote(text: Any) -> str:
     return f' ("{text[:40]}...")' if len(text) > 40 else f' ("{text}")'
 
 
+def _get(data: Any, field: str) -> Any:
+    return data.get(field) if isinstance(data, dict) else None
+
+
+def where(label: str, data: Any, entry: tuple[str | int, ...]) -> str:
+    """How messages name an entry: ``docs/lessons/x.quiz.yml: question 2 ("..."): options: 3``.
+
+    >>> where("q.yml", {"questions": [{"prompt": "Why?"}]}, ("questions", 0))
+    'q.yml: question 1 ("Why?")'
+    """
+    parts = [label]
+    node = data
+    for k, part in enumerate(entry):
+        node = node[part] if isinstance(node, dict | list) else None
+        if isinstance(part, int):
+            continue
+        after = entry[k + 1] if k + 1 < len(entry) else None
+        if isinstance(after, int) and isinstance(node, list) and after < len(node):
+            item = node[after]
+            number = f"{after + 1}{quote(_get(item, _QUOTED.get(part, '')))}"
+            parts.append(
+                f"{_SINGULAR[part]} {number}" if part in _SINGULAR else f"{part}: {number}"
+            )
+        else:
+            parts.append(part)
+    return ": ".join(parts)
+
+
+def _check(data: Any, schema_file: str, label: str) -> None:
+    """Refuse ``data`` that breaks ``schemas/<schema_file>``: the file, entry, field and fix."""
+    problem = schema_check.first_problem(data, schema_check.load_schema(SCHEMAS / schema_file))
+    if problem is None:
+        return
+    text = problem.text
+    if problem.keyword == "dependentRequired":
+        text = "missing: a templated question needs both facts and values"
+    field = f"{problem.field}: " if problem.field else ""
+    raise ContentError(f"{where(label, data, problem.entry)}: {field}{text}")
+
+
+def _error(where_: str, field: str, problem: str) -> ContentError:
+    """A cross-field problem, named as the schema's problems are."""
+    return ContentError(f"{where_}: {field}: {problem}")
+
+
 # --- quizzes ----------------------------------------------------------------------
 
 
-def _check_template(entry: _Entry, field: str, text: str, templated: bool) -> None:
+def _check_template(where_: str, field: str, text: str, templated: bool) -> None:
     if templated:
         try:
             list(string.Formatter().parse(text))
         except ValueError as exc:
-            raise entry.error(
-                field, f"is not a valid template ({exc}); write {{{{ for a brace"
+            raise _error(
+                where_, field, f"is not a valid template ({exc}); write {{{{ for a brace"
             ) from None
         return
     found = _PLACEHOLDER.search(text)
     if found:
-        raise entry.error(
+        raise _error(
+            where_,
             field,
             f"uses the placeholder {found.group(0)} but the question names no facts and values; "
             "add them or remove the braces",
         )
 
 
-def _question(data: Any, where: str) -> Question:
-    entry = _entry(data, where, ("prompt", "options"), ("facts", "values"))
-    templated = "facts" in data or "values" in data
-    facts: tuple[str, ...] = ()
-    values = ""
+def _question(q: dict[str, Any], where_: str) -> Question:
+    """One question the schema accepted; the checks across its fields."""
+    templated = "facts" in q
     if templated:
-        if "facts" not in data or "values" not in data:
-            missing = "values" if "facts" in data else "facts"
-            raise entry.error(missing, "missing: a templated question needs both facts and values")
-        names = entry.items("facts")
-        if not all(isinstance(n, str) and n.strip() and " " not in n for n in names):
-            raise entry.error(
-                "facts", f"must list fact names such as timing.inflation, not {names!r}"
-            )
-        facts = tuple(names)
-        values = entry.text("values")
         try:
-            resolve_values(values)
+            resolve_values(q["values"])
         except ValueError as exc:
-            raise entry.error("values", str(exc)) from None
-    prompt = entry.text("prompt")
-    _check_template(entry, "prompt", prompt, templated)
+            raise _error(where_, "values", str(exc)) from None
+    _check_template(where_, "prompt", q["prompt"], templated)
     options = []
-    for k, raw in enumerate(entry.items("options"), 1):
-        option = _entry(
-            raw, f"{where}: options: {k}{quote(_get(raw, 'text'))}", ("text", "why"), ("correct",)
-        )
+    for k, o in enumerate(q["options"], 1):
         for field in ("text", "why"):
-            _check_template(option, field, option.text(field), templated)
-        options.append(
-            Option(
-                text=option.text("text"),
-                correct=option.flag("correct", False),
-                why=option.text("why"),
-            )
-        )
-    if len(options) < 2:
-        raise entry.error("options", f"has {len(options)} option: give at least two")
+            _check_template(f"{where_}: options: {k}{quote(o['text'])}", field, o[field], templated)
+        options.append(Option(text=o["text"], correct=o.get("correct", False), why=o["why"]))
     n_correct = sum(o.correct for o in options)
     if n_correct != 1:
         marked = "no option is" if n_correct == 0 else f"{n_correct} options are"
-        raise entry.error("options", f"{marked} marked correct; mark exactly one")
-    return Question(prompt=prompt, options=tuple(options), facts=facts, values=values)
-
-
-def _get(data: Any, field: str) -> Any:
-    return data.get(field) if isinstance(data, dict) else None
+        raise _error(where_, "options", f"{marked} marked correct; mark exactly one")
+    return Question(
+        prompt=q["prompt"],
+        options=tuple(options),
+        facts=tuple(q.get("facts", ())),
+        values=q.get("values", ""),
+    )
 
 
 def load_quiz(path: Path, label: str) -> tuple[Question, ...]:
     """The questions of one quiz file; ``label`` is how errors name the file."""
     data = _read_yaml(path, label)
-    top = _entry(data, label, ("questions",))
+    _check(data, "quiz.schema.json", label)
     return tuple(
-        _question(q, f"{label}: question {i}{quote(_get(q, 'prompt'))}")
-        for i, q in enumerate(top.items("questions"), 1)
+        _question(q, where(label, data, ("questions", i))) for i, q in enumerate(data["questions"])
     )
 
 
 # --- glossary ---------------------------------------------------------------------
 
-_TERM_FIELDS = ("name", "expansion", "lazy", "meaning", "lesson")
-
 
 def load_glossary(path: Path, label: str, lessons: frozenset[str]) -> tuple[Term, ...]:
     """The glossary's terms; each ``lesson`` must be the stem of a lesson in ``lessons``."""
     data = _read_yaml(path, label)
-    top = _entry(data, label, ("terms",))
+    _check(data, "glossary.schema.json", label)
     terms: list[Term] = []
     seen: set[str] = set()
-    for i, raw in enumerate(top.items("terms"), 1):
-        entry = _entry(
-            raw, f"{label}: term {i}{quote(_get(raw, 'name'))}", _TERM_FIELDS, ("tooltip",)
-        )
+    for i, raw in enumerate(data["terms"]):
+        at = where(label, data, ("terms", i))
         t = Term(
-            name=entry.text("name"),
-            expansion=entry.text("expansion"),
-            lazy=entry.text("lazy"),
-            meaning=entry.text("meaning"),
-            lesson=entry.text("lesson"),
-            tooltip=entry.flag("tooltip", True),
+            name=raw["name"],
+            expansion=raw["expansion"],
+            lazy=raw["lazy"],
+            meaning=raw["meaning"],
+            lesson=raw["lesson"],
+            tooltip=raw.get("tooltip", True),
         )
         if t.name in seen:
-            raise entry.error("name", f"{t.name!r} is already a term: merge the two entries")
+            raise _error(at, "name", f"{t.name!r} is already a term: merge the two entries")
         if t.lesson not in lessons:
-            raise entry.error(
+            raise _error(
+                at,
                 "lesson",
                 f"no lesson lessons/{t.lesson}.md: name the file stem of an existing lesson "
                 f"({', '.join(sorted(lessons)) or 'none found'})",
             )
         if t.lazy.strip() == t.meaning.strip():
-            raise entry.error("lazy", "is the same as meaning: say what people get wrong")
+            raise _error(at, "lazy", "is the same as meaning: say what people get wrong")
         seen.add(t.name)
         terms.append(t)
     return tuple(terms)
@@ -308,62 +297,40 @@ def load_glossary(path: Path, label: str, lessons: frozenset[str]) -> tuple[Term
 
 # --- labs -------------------------------------------------------------------------
 
-_ROUTE_FIELDS = ("route", "cost", "setup", "best_for", "watch_out")
-
 
 def load_labs(path: Path, label: str) -> LabsContent:
     """The routes (their costs checked against the package's example rates) and the script."""
-    top = _entry(_read_yaml(path, label), label, ("routes", "dispatch"))
+    data = _read_yaml(path, label)
+    _check(data, "labs.schema.json", label)
     rates = card_rates()
     routes = []
-    for i, raw in enumerate(top.items("routes"), 1):
-        r = _entry(raw, f"{label}: routes: {i}{quote(_get(raw, 'route'))}", _ROUTE_FIELDS)
+    for i, raw in enumerate(data["routes"]):
         route = Route(
-            route=r.text("route"),
-            cost=r.text("cost"),
-            setup=r.text("setup"),
-            best_for=r.text("best_for"),
-            watch_out=r.text("watch_out"),
+            route=raw["route"],
+            cost=raw["cost"],
+            setup=raw["setup"],
+            best_for=raw["best_for"],
+            watch_out=raw["watch_out"],
         )
         try:
             fill_route_cost(route, rates)
         except ValueError as exc:
-            raise r.error("cost", str(exc)) from None
+            raise _error(where(label, data, ("routes", i)), "cost", str(exc)) from None
         routes.append(route)
-    dispatch = _entry(top.data["dispatch"], f"{label}: dispatch", ("machines", "lines"))
-    machines = []
-    for i, raw in enumerate(dispatch.items("machines"), 1):
-        m = _entry(
-            raw, f"{label}: dispatch: machines: {i}{quote(_get(raw, 'key'))}", ("key", "label")
-        )
-        machines.append(Machine(key=m.text("key"), label=m.text("label")))
+    dispatch = data["dispatch"]
+    machines = tuple(Machine(key=m["key"], label=m["label"]) for m in dispatch["machines"])
     keys = tuple(m.key for m in machines)
-    outcome_fields = MACHINE_KEYS
-    if tuple(sorted(keys)) != tuple(sorted(outcome_fields)):
-        raise dispatch.error(
+    if tuple(sorted(keys)) != tuple(sorted(MACHINE_KEYS)):
+        raise _error(
+            f"{label}: dispatch",
             "machines",
-            f"the keys must be {', '.join(outcome_fields)} (one each), not {', '.join(keys)}",
+            f"the keys must be {', '.join(MACHINE_KEYS)} (one each), not {', '.join(keys)}",
         )
-    lines = []
-    for i, raw in enumerate(dispatch.items("lines"), 1):
-        line = _entry(
-            raw,
-            f"{label}: dispatch: lines: {i}{quote(_get(raw, 'code'))}",
-            ("code", *outcome_fields),
-        )
-        lines.append(
-            DispatchLine(
-                code=line.text("code"),
-                nvidia=line.text("nvidia"),
-                mac=line.text("mac"),
-                cpu=line.text("cpu"),
-            )
-        )
-    return LabsContent(
-        routes=tuple(routes),
-        machines=tuple(machines),
-        dispatch=tuple(lines),
+    lines = tuple(
+        DispatchLine(code=line["code"], nvidia=line["nvidia"], mac=line["mac"], cpu=line["cpu"])
+        for line in dispatch["lines"]
     )
+    return LabsContent(routes=tuple(routes), machines=machines, dispatch=lines)
 
 
 # --- the whole folder -------------------------------------------------------------

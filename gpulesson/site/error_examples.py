@@ -6,7 +6,9 @@ catalogue entry and every entry a file; each entry has an ``about`` line and an
 ``expect`` mapping whose keys are fields of
 :class:`gpulesson.errors.diagnose.Diagnosis`. Sizes are written as a message
 prints them (``"3.49 GiB"``) or as whole bytes, and are read with
-:func:`gpulesson.errors.numbers.to_bytes`. A malformed entry raises ``ValueError``
+:func:`gpulesson.errors.numbers.to_bytes`. The catalogue's shape is checked by
+``gpulesson/site/schemas/error_examples.schema.json``; the field names and the kinds and
+verdicts against :mod:`gpulesson.errors.diagnose`. A malformed entry raises ``ValueError``
 naming the file, the entry and the field.
 
 The folder is ``errors/`` under the docs folder: the one given to
@@ -35,11 +37,13 @@ from typing import Any
 
 import yaml
 
+from gpulesson import schema_check
 from gpulesson.errors.diagnose import KINDS, VERDICTS, Diagnosis
 from gpulesson.errors.numbers import to_bytes
 
 ERRORS_FOLDER = "errors"
 CATALOGUE = "examples.yml"
+SCHEMA = Path(__file__).with_name("schemas") / "error_examples.schema.json"
 
 _FIELDS = {f.name for f in dataclasses.fields(Diagnosis)}
 _SIZE_TEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bytes|B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)\s*$")
@@ -59,18 +63,39 @@ def _where(path: Path, name: str, field: str | None = None) -> str:
     return f"{path.name}: entry {name!r}" + (f", field {field!r}" if field else "")
 
 
+def _check(path: Path, catalogue: Any) -> None:
+    """Refuse a catalogue that breaks ``schemas/error_examples.schema.json``, naming the field."""
+    problem = schema_check.first_problem(catalogue, schema_check.load_schema(SCHEMA))
+    if problem is None:
+        return
+    entry, field = problem.entry, problem.field
+    if not entry and field is None:
+        raise ValueError(f"{path.name}: {problem.fix}")
+    name = str(entry[0]) if entry else str(field)
+    field = field if entry else None
+    if field is None and len(entry) > 1:
+        field = str(entry[-1])
+    if problem.keyword == "type" and problem.text.startswith("expected fields"):
+        text = problem.fix  # an entry, or its expect, that is not a mapping
+    elif problem.keyword == "required":
+        text = f"missing: {problem.fix}"
+    else:
+        text = problem.text
+    raise ValueError(f"{_where(path, name, field)}: {text}")
+
+
 def _value(path: Path, name: str, field: str, raw: Any) -> Any:
-    """One expected value, converted to what a Diagnosis holds."""
+    """One expected value (its type checked by the schema), converted to what a Diagnosis holds."""
     where = _where(path, name, field)
     if field not in _FIELDS:
         raise ValueError(f"{where}: not a Diagnosis field; use one of {', '.join(sorted(_FIELDS))}")
     if raw is None:
         return None
     if field.endswith("_bytes"):
-        if isinstance(raw, int) and not isinstance(raw, bool):
+        if isinstance(raw, int):
             return raw
-        match = _SIZE_TEXT.match(str(raw))
-        if not match:
+        match = _SIZE_TEXT.match(raw)
+        if not match:  # the schema's pattern for sizes is this one: a test keeps them equal
             raise ValueError(f"{where}: {raw!r} is not a size: write e.g. 3.49 GiB or 512")
         return to_bytes(match.group(1), match.group(2))
     if field == "kind" and raw not in KINDS:
@@ -78,33 +103,15 @@ def _value(path: Path, name: str, field: str, raw: Any) -> Any:
     if field == "verdict" and raw not in VERDICTS:
         raise ValueError(f"{where}: {raw!r} is not a verdict; use one of {', '.join(VERDICTS)}")
     if field == "supported_capabilities":
-        if not isinstance(raw, list):
-            raise ValueError(f"{where}: write a list, e.g. [sm_80, sm_90]")
-        return tuple(str(item) for item in raw)
+        return tuple(raw)
     if field in ("timeout_s", "elapsed_s"):
-        if not isinstance(raw, int | float) or isinstance(raw, bool):
-            raise ValueError(f"{where}: {raw!r} is not a number of seconds")
         return float(raw)
     return raw
 
 
-def _entry(path: Path, name: str, entry: Any, message: str) -> ErrorExample:
-    if not isinstance(entry, dict):
-        raise ValueError(f"{_where(path, name)}: write a mapping with 'about' and 'expect'")
-    unknown = set(entry) - {"about", "expect"}
-    if unknown:
-        field = sorted(unknown)[0]
-        raise ValueError(f"{_where(path, name, field)}: unknown key; use 'about' and 'expect'")
-    about = entry.get("about")
-    if not isinstance(about, str) or not about.strip():
-        raise ValueError(f"{_where(path, name, 'about')}: say in one line what the message is")
-    expect = entry.get("expect")
-    if not isinstance(expect, dict) or "kind" not in expect:
-        raise ValueError(
-            f"{_where(path, name, 'expect')}: give at least the kind, e.g. kind: cuda_oom"
-        )
-    values = {field: _value(path, name, str(field), raw) for field, raw in expect.items()}
-    return ErrorExample(name=name, message=message, about=about.strip(), expect=values)
+def _entry(path: Path, name: str, entry: dict[str, Any], message: str) -> ErrorExample:
+    values = {field: _value(path, name, str(field), raw) for field, raw in entry["expect"].items()}
+    return ErrorExample(name=name, message=message, about=entry["about"].strip(), expect=values)
 
 
 _configured: list[Path] = []
@@ -136,8 +143,7 @@ def _load(directory: Path) -> dict[str, ErrorExample]:
         catalogue = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"{path}: cannot read the catalogue: {exc}") from None
-    if not isinstance(catalogue, dict):
-        raise ValueError(f"{path.name}: write one mapping entry per message file")
+    _check(path, catalogue)
     files = {p.stem: p for p in directory.glob("*.txt")}
     missing = sorted(set(files) - set(catalogue))
     if missing:
