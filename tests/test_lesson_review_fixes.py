@@ -64,3 +64,14 @@ def test_feeding_names_both_start_method_defaults_and_the_spinning_wait():
     assert "cudaDeviceScheduleBlockingSync" in text and "cudaSetDeviceFlags" in text
     assert "`torch.nan_to_num`\n        is no check" in text
     assert "torch.isnan(loss).any()" in text
+
+
+# --- decoding -----------------------------------------------------------------------------
+
+
+def test_decoding_limits_the_16_bit_multiplies_to_weight_only_quantization():
+    text = _text("decoding")
+    assert "for **weight-only** quantization" in text
+    assert "W8A8" in text and "FP8 Tensor Core 3,958 teraFLOPS*" in text
+    quiz = (LESSONS / "decoding.quiz.yml").read_text(encoding="utf-8")
+    assert "(only the weights)" in quiz and "With weight-only quantization" in quiz
