@@ -269,7 +269,7 @@ def settings_markdown(s: Tf32Settings) -> str:
     conv = "—" if s.cudnn_conv_fp32_precision is None else f"`{s.cudnn_conv_fp32_precision}`"
     return "\n".join(
         [
-            f"| switch (torch {s.torch_version}) | value on this build | TF32 for |",
+            f"| switch (torch {inert(s.torch_version)}) | value on this build | TF32 for |",
             "|---|---|---|",
             f'| `torch.get_float32_matmul_precision()` | `"{s.float32_matmul_precision}"` '
             '| matmuls when `"high"` or `"medium"` |',

@@ -197,16 +197,16 @@ def bundles_markdown(bundles: Sequence[Sourced]) -> str:
         p = s.bundle.provenance
         suite = "--quick" if p.suite.quick else "full"
         cells = (
-            f"{p.device_name} ({p.device_type})",
-            s.source,
-            p.created_utc,
-            p.torch_version,
-            p.cuda_version or MISSING,
-            p.driver_version or MISSING,
-            p.gpulesson_commit or MISSING,
+            f"{inert(p.device_name)} ({inert(p.device_type)})",
+            inert(s.source),
+            inert(p.created_utc),
+            inert(p.torch_version),
+            inert(p.cuda_version or MISSING),
+            inert(p.driver_version or MISSING),
+            inert(p.gpulesson_commit or MISSING),
             suite,
         )
-        out.append(f"| [{i}] | " + " | ".join(inert(c) for c in cells) + " |")
+        out.append(f"| [{i}] | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
