@@ -25,17 +25,13 @@ from gpulesson.site.provenance import BuildRecord, collect_build_record, stamp_h
 REPO = Path(__file__).resolve().parent.parent
 
 CONTEXT = exec_cache.CacheContext(
-    package_sha256="pkg-1",
-    snippets_sha256="snip-1",
     python_version="3.11.7",
     torch_version="2.13.0+cpu",
     numpy_version="2.4.6",
     device_fingerprint='{"device_name":"Test CPU"}',
     environment="{}",
-    docs_names_sha256="names-1",
-    docs_data_sha256="data-1",
-    results_sha256="results-1",
     threads='{"torch_num_threads":2}',
+    machinery_sha256="machinery-1",
 )
 
 
@@ -144,15 +140,12 @@ def test_a_prose_edit_reuses_the_result(tmp_path, cache):
 @pytest.mark.parametrize(
     "field",
     [
-        "package_sha256",
-        "snippets_sha256",
         "torch_version",
         "device_fingerprint",
         "python_version",
-        "docs_names_sha256",
-        "docs_data_sha256",
-        "results_sha256",
+        "environment",
         "threads",
+        "machinery_sha256",
     ],
 )
 def test_a_change_to_what_results_depend_on_reruns_the_block(tmp_path, cache, field):
@@ -348,17 +341,10 @@ def machine() -> tuple:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A checkout's inputs: package, snippets, docs with pages and data files, no results."""
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "a.py").write_text("X = 1\n")
-    docs = tmp_path / "docs"
-    (docs / "lessons").mkdir(parents=True)
-    (docs / "errors").mkdir()
-    (docs / "index.md").write_text("# Home\n")
-    (docs / "lessons" / "timing.md").write_text("# Timing\n")
-    (docs / "lessons" / "timing.quiz.yml").write_text("questions: []\n")
-    (docs / "glossary.yml").write_text("terms: []\n")
-    (docs / "errors" / "oom.txt").write_text("CUDA out of memory.\n")
+    """A checkout's package with the worker's machinery files."""
+    for name in exec_cache.MACHINERY:
+        (tmp_path / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "pkg" / name).write_text("# machinery\n")
     return tmp_path
 
 
@@ -375,9 +361,6 @@ def _context(
         report or probed,
         record,
         package_dir=root / "pkg",
-        snippets_dir=root / "snippets",
-        docs_dir=root / "docs",
-        results_dir=root / "results",
         threads={"torch_num_threads": 2, "torch_num_interop_threads": 2}
         if threads is None
         else threads,
@@ -385,52 +368,23 @@ def _context(
     )
 
 
-def test_the_key_follows_the_package_snippets_and_gpulesson_variables(tree, machine):
+@pytest.mark.parametrize(
+    "name", ["GPULESSON_BENCH_N", "OMP_PROC_BIND", "MKL_VERBOSE", "CUDA_VISIBLE_DEVICES",
+             "TORCH_LOGS", "PYTORCH_CUDA_ALLOC_CONF", "OPENBLAS_NUM_THREADS"],
+)  # fmt: skip
+def test_the_identity_follows_the_variable_families_blocks_and_libraries_read(tree, machine, name):
     first = _context(tree, machine)
     assert _context(tree, machine, environ={"HOME": "/x"}) == first
     assert _context(tree, machine, environ={"GPULESSON_FRESH": "1"}) == first
-    assert _context(tree, machine, environ={"GPULESSON_BENCH_N": "3"}) != first
-    (tree / "pkg" / "a.py").write_text("X = 2\n")
-    second = _context(tree, machine)
-    assert second != first
-    (tree / "snippets").mkdir()
-    (tree / "snippets" / "script.py").write_text("print(1)\n")
-    assert _context(tree, machine) != second
+    assert _context(tree, machine, environ={name: "3"}) != first
 
 
-def test_the_key_follows_the_names_of_the_files_under_docs(tree, machine):
-    """The glossary links only to lessons that exist: removing one must re-run it."""
+def test_the_identity_follows_the_worker_machinery_not_the_rest_of_the_package(tree, machine):
     first = _context(tree, machine)
-    (tree / "docs" / "lessons" / "timing.md").write_text("# Timing\n\nA prose edit.\n")
-    (tree / "docs" / "lessons" / ".timing.md.swp").write_text("editor state")
-    (tree / "docs" / "lessons" / "timing.md~").write_text("editor backup")
-    assert _context(tree, machine) == first  # prose and editor files: same results
-    (tree / "docs" / "lessons" / "roofline.md").write_text("# Roofline\n")
-    added = _context(tree, machine)
-    assert added.docs_names_sha256 != first.docs_names_sha256
-    (tree / "docs" / "lessons" / "roofline.md").unlink()
-    assert _context(tree, machine) == first  # removed again: the first results fit again
-    (tree / "docs" / "lessons" / "timing.md").rename(tree / "docs" / "lessons" / "timing2.md")
+    (tree / "pkg" / "units.py").write_text("X = 2\n")
+    assert _context(tree, machine) == first
+    (tree / "pkg" / "site" / "block_worker.py").write_text("# changed\n")
     assert _context(tree, machine) != first
-
-
-@pytest.mark.parametrize("data_file", ["glossary.yml", "lessons/timing.quiz.yml", "errors/oom.txt"])
-def test_the_key_follows_the_content_data_files_under_docs(tree, machine, data_file):
-    first = _context(tree, machine)
-    path = tree / "docs" / data_file
-    path.write_text(path.read_text() + "# an edit\n")
-    assert _context(tree, machine).docs_data_sha256 != first.docs_data_sha256
-
-
-def test_the_key_follows_the_results_folder(tree, machine):
-    first = _context(tree, machine)
-    (tree / "results").mkdir()
-    empty = _context(tree, machine)
-    (tree / "results" / "h100.json").write_text('{"schema_version": 1}\n')
-    bundle = _context(tree, machine)
-    (tree / "results" / "h100.json").write_text('{"schema_version": 2}\n')
-    assert len({first.results_sha256, empty.results_sha256, bundle.results_sha256}) == 3
-    assert _context(tree, machine).results_sha256 != bundle.results_sha256
 
 
 def test_the_key_follows_the_threads_torch_uses(tree, machine):
@@ -459,6 +413,25 @@ def test_the_key_follows_the_machine_facts_the_probe_reports(tree, machine):
 def test_the_time_limit_is_not_part_of_the_key(tree, machine):
     first = _context(tree, machine)
     assert _context(tree, machine, environ={"GPULESSON_BLOCK_TIMEOUT_S": "30"}) == first
+
+
+def test_recorded_dependencies_are_compared_by_hash_value_and_listing(tmp_path):
+    data = tmp_path / "x.dat"
+    data.write_text("1")
+    names = exec_cache.dependencies(
+        {"files": [str(data)], "listings": [str(tmp_path)], "environ": [["FOO_SETTING", "a"]]}
+    )
+    recorded = {name: exec_cache.dependency_value(name, {"FOO_SETTING": "a"}) for name in names}
+    assert exec_cache.dependencies_hold(recorded, {}, {"FOO_SETTING": "a"})
+    assert not exec_cache.dependencies_hold(recorded, {}, {"FOO_SETTING": "b"})
+    data.write_text("2")
+    assert not exec_cache.dependencies_hold(recorded, {}, {"FOO_SETTING": "a"})
+    data.write_text("1")
+    (tmp_path / "y.dat").write_text("")  # a new name in the listed folder
+    assert not exec_cache.dependencies_hold(recorded, {}, {"FOO_SETTING": "a"})
+    (tmp_path / "y.dat").unlink()
+    (tmp_path / ".x.dat.swp").write_text("editor state")
+    assert exec_cache.dependencies_hold(recorded, {}, {"FOO_SETTING": "a"})
 
 
 # --- blocks that fail, exit, crash, hang, warn or print too much --------------------------
@@ -748,8 +721,13 @@ def test_a_real_build_reuses_results_after_prose_edits_only(tmp_path):
     assert _runs(counter) == 2
     assert _after(damaged_html, "Second wording.") == _after(warm_html, "Second wording.")
 
-    units = project / "gpulesson" / "units.py"
+    units = project / "gpulesson" / "units.py"  # no block imports it: nothing re-runs
     units.write_text(units.read_text() + "\n# an edit to the package\n")
+    edited, _html = _build(project, cache_dir)
+    assert _ran_cached(edited) == (0, 1)
+    assert _runs(counter) == 2
+    worker = project / "gpulesson" / "site" / "block_worker.py"  # every block runs through it
+    worker.write_text(worker.read_text() + "\n# an edit to the worker\n")
     edited, _html = _build(project, cache_dir)
     assert _ran_cached(edited) == (1, 0)
     assert _runs(counter) == 3

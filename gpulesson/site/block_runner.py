@@ -9,8 +9,8 @@ segfault, the kernel's OOM killer) the reply says how it ended. Either way the n
 request starts a new worker, so one bad block costs one block, not the build.
 
 The worker is reused for every block of the build (torch is imported once, by the
-probe) and, under ``mkdocs serve``, across rebuilds: this module imports nothing from
-gpulesson, so ``site.hooks`` keeps it (and the worker) when it reloads the package.
+probe) and, under ``mkdocs serve``, across rebuilds until the package changes
+(``site.hooks`` compares :attr:`BlockRunner.signature` and starts a new one).
 
 >>> import pathlib
 >>> runner = BlockRunner(package_parent=pathlib.Path(__file__).resolve().parents[2])
@@ -125,6 +125,7 @@ class BlockRunner:
         self.python = python
         self.start_limit_s = start_limit_s  # for a new worker to start and take the setup
         self.starts = 0  # workers started so far
+        self.signature = ""  # what the code it runs looked like (set by site.hooks)
         self._worker: _Worker | None = None
         self._setup: dict[str, Any] | None = None
 

@@ -9,16 +9,22 @@ crashes the interpreter leaves a traceback naming its ``<code block: id ...>``.
 
 Requests (a dict with ``op``) and what the answer holds:
 
-* ``setup``: the build's ``sys_path``; every gpulesson module is forgotten so the
-  next import reads the disk (``mkdocs serve`` rebuilds). Answer: where gpulesson
-  is imported from, and any problem with markdown-exec's runner.
+* ``setup``: the build's ``sys_path`` and the folders whose files count as a block's
+  inputs (``roots`` minus ``excluded``, see :mod:`gpulesson.site.exec_reads`). Nothing is
+  re-imported: the build starts a new worker when the package changed
+  (``site.hooks``). Answer: where gpulesson is imported from, any problem with
+  markdown-exec's runner, and the files modules here read that changed since
+  (``stale``: the build then starts a new worker).
 * ``probe``: :func:`gpulesson.probe.probe`'s report and torch's thread counts.
 * ``run``: one block, run by markdown-exec's runner with the page's facts so far and
   the content folder the build configured (:func:`gpulesson.site.exec_cache.content_state`).
   Answer: ``status`` ``ok`` (``output``), ``error`` (it raised: markdown-exec's
   message) or ``exit`` (``sys.exit``, ``KeyboardInterrupt`` or another
   ``BaseException``: ``trace``); ``what`` in words; the facts it published; the
-  warnings and errors it logged (``records``).
+  warnings and errors it logged and the ``warnings.warn`` calls it made (``records``);
+  what it read (``reads``: :meth:`gpulesson.site.exec_reads.ReadRecorder.end`).
+  Whatever it changed in the worker is put back afterwards
+  (:mod:`gpulesson.site.exec_isolation`).
 * ``echo`` (tests) and ``stop``.
 """
 
@@ -31,13 +37,34 @@ import logging
 import os
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
+from gpulesson.site import exec_isolation
 from gpulesson.site.block_runner import read_frame, write_message
+from gpulesson.site.exec_reads import ReadRecorder
 
 PACKAGE = "gpulesson"
 _BLOCK_FILE = "<code block: "
+WARNINGS_LOGGER = "mkdocs.plugins.gpulesson.warnings"
+_recorder = ReadRecorder()
+
+
+def warning_record(message: warnings.WarningMessage) -> dict[str, Any]:
+    """A ``warnings.warn`` a block made, as a record the build replays on an mkdocs logger.
+
+    >>> caught = warnings.WarningMessage(UserWarning("slow"), UserWarning, "<code block: a>", 3)
+    >>> warning_record(caught)["message"]
+    'UserWarning: slow (<code block: a>, line 3)'
+    """
+    return {
+        "logger": WARNINGS_LOGGER,
+        "level": logging.WARNING,
+        "message": f"{message.category.__name__}: {message.message} "
+        f"({message.filename}, line {message.lineno})",
+        "warning": True,
+    }
 
 
 class LogCapture(logging.Handler):
@@ -103,9 +130,10 @@ def describe(error: BaseException) -> str:
 
 def _setup(request: dict[str, Any]) -> dict[str, Any]:
     sys.path[:] = request["sys_path"]
-    for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
-        del sys.modules[name]
-    _content[0] = None  # a fresh content module: nothing configured yet
+    _recorder.configure(
+        [Path(p) for p in request.get("roots", ())], [Path(p) for p in request.get("excluded", ())]
+    )
+    _recorder.install()
     package = importlib.import_module(PACKAGE)
     api = importlib.import_module(f"{PACKAGE}.site.markdown_exec_api")
     try:
@@ -118,6 +146,7 @@ def _setup(request: dict[str, Any]) -> dict[str, Any]:
         "pid": os.getpid(),
         "gpulesson": str(Path(package.__file__ or "").resolve().parent),
         "markdown_exec": problem,
+        "stale": _recorder.stale(),
     }
 
 
@@ -157,6 +186,16 @@ def _run(request: dict[str, Any], capture: LogCapture) -> dict[str, Any]:
     api = importlib.import_module(f"{PACKAGE}.site.markdown_exec_api").load()
     facts = importlib.import_module(f"{PACKAGE}.site.facts")
     _follow_content(request.get("content"))
+    before = exec_isolation.capture(_recorder.local_modules())
+    try:
+        return _run_block(request, capture, api, facts)
+    finally:
+        exec_isolation.restore(before, _recorder.local_modules())
+
+
+def _run_block(
+    request: dict[str, Any], capture: LogCapture, api: Any, facts: Any
+) -> dict[str, Any]:
     for counted in request.get("counted", ()):
         api.code_block_id(*counted)
     block_id = request["id"] or "(no id)"
@@ -164,20 +203,25 @@ def _run(request: dict[str, Any], capture: LogCapture) -> dict[str, Any]:
     facts.begin_page(request["page"])
     facts.restore(request["page_facts"])
     facts.begin_block(block_id)
-    saved_cwd, saved_columns = os.getcwd(), os.environ.get("COLUMNS")
     reply: dict[str, Any] = {"status": "ok", "output": "", "what": "", "trace": ""}
+    os.chdir(request["cwd"])
+    if request.get("columns") is not None:
+        os.environ["COLUMNS"] = request["columns"]
     capture.start()
+    caught: list[warnings.WarningMessage] = []
     try:
-        os.chdir(request["cwd"])
-        if request.get("columns") is not None:
-            os.environ["COLUMNS"] = request["columns"]
-        reply["output"] = api.run_python(
-            request["code"],
-            returncode=request["returncode"],
-            session=request["session"],
-            id=request["id"],
-            **request["extra"],
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            _recorder.begin()
+            try:
+                reply["output"] = api.run_python(
+                    request["code"],
+                    returncode=request["returncode"],
+                    session=request["session"],
+                    id=request["id"],
+                    **request["extra"],
+                )
+            finally:
+                reply["reads"] = _recorder.end()
     except api.execution_error as error:
         cause = error.__cause__
         reply.update(
@@ -189,16 +233,8 @@ def _run(request: dict[str, Any], capture: LogCapture) -> dict[str, Any]:
     except BaseException as error:  # noqa: BLE001 (sys.exit, KeyboardInterrupt and kin)
         reply.update(status="exit", what=describe(error), trace=block_trace(error, request["code"]))
     finally:
-        reply["records"] = capture.stop()
+        reply["records"] = capture.stop() + [warning_record(w) for w in caught]
         reply["published"] = [fact.to_dict() for fact in facts.end_block()]
-        try:
-            os.chdir(saved_cwd)
-        except OSError:
-            pass
-        if saved_columns is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = saved_columns
     return reply
 
 

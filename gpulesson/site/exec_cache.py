@@ -18,21 +18,28 @@ the build logs a warning), the facts it published (:mod:`gpulesson.site.facts`) 
 the warnings and errors it logged. All three are stored, and replayed when the block
 is served from the cache, so a cached build warns and fails exactly as a fresh one.
 
-**The key** of a stored result is made of everything the output depends on:
+**The key** has two levels, since what a block reads is known only once it ran:
 
-* the block's code (snippet files pulled in with ``--8<--`` are already inside it)
-  and its execution options,
-* a hash of the imported gpulesson package, of ``snippets/`` and of ``results/``
-  (measured bundles), which blocks may read,
-* the names of all files under ``docs/`` (a lesson added or removed changes what the
-  glossary links to) and the contents of its data files (``*.yml``, ``*.txt``, ...:
-  quizzes, glossary, labs, example errors),
-* the Python, torch and numpy versions,
-* the device fingerprint: every field of the probe's report (device, driver, kernel,
-  RAM, ``CUDA_VISIBLE_DEVICES``...) and every field the page stamp shows,
-* the threads torch uses and the ``*_NUM_THREADS`` variables (CPU timings follow them),
-* ``GPULESSON_*`` environment variables, which gpulesson code may read,
-* every fact published earlier on the page (:func:`gpulesson.site.facts.page_digest`).
+* its identity: the block's code (snippet files pulled in with ``--8<--`` are already
+  inside it) and execution options; every fact published earlier on the page
+  (:func:`gpulesson.site.facts.page_digest`); the Python, torch and numpy versions; the
+  device fingerprint (every field of the probe's report and of the page stamp); the
+  threads torch uses; the environment variables of the families blocks and the libraries
+  under them read (:data:`ENV_FAMILIES`: ``GPULESSON_*``, ``OMP_*``, ``MKL_*``,
+  ``CUDA_*``, ``TORCH_*``, ``PYTORCH_*`` and the ``*_NUM_THREADS`` kin); the worker's
+  own code (:data:`MACHINERY`);
+* what its run read, recorded in the worker (:mod:`gpulesson.site.exec_reads`) and
+  stored with the result: the files of the repository modules it used (the modules it
+  imported and theirs, transitively), the files it or those modules opened for reading
+  and the folders they listed (inside the repository, outside ``.venv``, the cache and
+  the site), and the environment variables read through ``os.environ``, each with its
+  hash or value then.
+
+A stored result is shown only when its identity matches and every recorded hash and
+value still holds (:func:`dependencies_hold`); else the block runs again and its entry
+is replaced. So a quiz edit re-runs no block that does not read the quiz file, and an
+edit to a module re-runs exactly the blocks that used it. State a block leaves in the
+worker is put back before the next block (:mod:`gpulesson.site.exec_isolation`).
 
 Only the printed output is cached; markdown-exec still converts it to HTML on
 every build, so headings, ids and the table of contents come out exactly as
@@ -41,8 +48,8 @@ blocks without an ``id`` and blocks marked ``cache="off"`` always run.
 A damaged entry is ignored and recomputed.
 
 >>> context = CacheContext(
-...     package_sha256="pkg", snippets_sha256="snip", python_version="3.11.0",
-...     torch_version="2.13.0", numpy_version="2.4.6", device_fingerprint="{}", environment="",
+...     python_version="3.11.0", torch_version="2.13.0", numpy_version="2.4.6",
+...     device_fingerprint="{}", environment="",
 ... )
 >>> key = block_key("print(1)", {"id": "a"}, context)
 >>> key == block_key("print(1)", {"id": "a"}, context)
@@ -78,10 +85,18 @@ TIMEOUT_ENV = "GPULESSON_BLOCK_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 600.0
 OUTPUT_LIMIT_CHARS = 200_000  # 40 times the longest output a lesson prints today
 DEFAULT_CACHE_DIR = Path(".cache", "gpulesson-exec")
-SCHEMA = 3
+SCHEMA = 4
 LANGUAGES = ("python", "py")
-# Content data files under docs/ that blocks read; their contents are part of the key.
-DATA_SUFFIXES = (".yml", ".yaml", ".txt", ".json", ".csv", ".toml")
+# Variables of these families are in every block's key (libraries read them in C, unseen).
+ENV_FAMILIES = ("GPULESSON_", "OMP_", "MKL_", "CUDA_", "TORCH_", "PYTORCH_")
+# The worker code every block runs through, in every block's key (relative to gpulesson/).
+MACHINERY = (
+    "site/block_worker.py",
+    "site/exec_reads.py",
+    "site/exec_isolation.py",
+    "site/markdown_exec_api.py",
+    "site/facts.py",
+)
 THREAD_ENV = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
@@ -107,17 +122,13 @@ class BlockMachineryError(SuperFencesException, PluginError):
 class CacheContext:
     """Everything besides a block's code and options that its output depends on."""
 
-    package_sha256: str
-    snippets_sha256: str
     python_version: str
     torch_version: str
     numpy_version: str
     device_fingerprint: str  # canonical JSON, see device_fingerprint()
-    environment: str  # canonical JSON of the GPULESSON_* variables
-    docs_names_sha256: str = "absent"  # every file name under docs/
-    docs_data_sha256: str = "absent"  # the contents of docs/'s data files
-    results_sha256: str = "absent"  # everything under results/
+    environment: str  # canonical JSON of the ENV_FAMILIES variables, see key_environment()
     threads: str = "{}"  # canonical JSON, see thread_settings()
+    machinery_sha256: str = "absent"  # the MACHINERY files
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,7 @@ class CachedResult:
     output_chars: int  # how many characters the block printed
     published: list[dict[str, Any]]
     records: list[dict[str, Any]]  # {"logger", "level", "message"}, WARNING and above
+    dependencies: dict[str, str | None] = field(default_factory=dict)  # see dependencies()
 
 
 @dataclass
@@ -164,6 +176,8 @@ class ExecSettings:
     failures: list[BlockFailure] = field(default_factory=list)
     # blocks served from the cache since the last run, for markdown-exec's block counter
     counted: list[tuple[str | None, str | None, str | None]] = field(default_factory=list)
+    # this build's hashes of files and folders, by dependency name (see dependency_value)
+    hashes: dict[str, str | None] = field(default_factory=dict)
 
 
 def _truthy(value: str | None) -> bool:
@@ -247,31 +261,98 @@ def _is_editor_file(relative: Path) -> bool:
     )
 
 
-def _docs_files(docs_dir: Path) -> Iterator[Path]:
-    if docs_dir.is_dir():
-        for path in _files_under(docs_dir):
-            if not _is_editor_file(path.relative_to(docs_dir)):
-                yield path
+def key_environment(environ: Mapping[str, str]) -> str:
+    """The variables of :data:`ENV_FAMILIES` and :data:`THREAD_ENV`, as canonical JSON.
+
+    Variables that change how a build runs, never what a block prints, are left out.
+
+    >>> key_environment({"OMP_NUM_THREADS": "2", "HOME": "/x", "GPULESSON_FRESH": "1"})
+    '{"OMP_NUM_THREADS":"2"}'
+    """
+    env = {
+        name: value
+        for name, value in environ.items()
+        if (name.startswith(ENV_FAMILIES) or name in THREAD_ENV) and name not in _KEY_ENV_EXCLUDED
+    }
+    return json.dumps(env, sort_keys=True, separators=(",", ":"))
 
 
-def docs_names_sha256(docs_dir: Path) -> str:
-    """A hash of the names of all files under ``docs_dir`` (not their contents).
+def machinery_sha256(package_dir: Path) -> str:
+    """A hash of the worker code every block runs through (:data:`MACHINERY`)."""
+    digest = hashlib.sha256()
+    for name in MACHINERY:
+        path = package_dir / name
+        digest.update(name.encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"absent")
+    return digest.hexdigest()
 
-    >>> docs_names_sha256(Path("/nonexistent-dir")) == docs_names_sha256(Path("/no-such"))
+
+def dependencies(reads: Mapping[str, Any]) -> list[str]:
+    """The dependency names of what a block read: ``file:``, ``listing:`` and ``env:``.
+
+    >>> dependencies({"modules": ["/r/m.py"], "files": ["/r/q.yml"], "listings": ["/r/d"],
+    ...               "environ": [["FOO", "1"]]})
+    ['file:/r/m.py', 'file:/r/q.yml', 'listing:/r/d', 'env:FOO']
+    """
+    names = [f"file:{path}" for path in reads.get("modules", ())]
+    names += [f"file:{path}" for path in reads.get("files", ())]
+    names += [f"listing:{path}" for path in reads.get("listings", ())]
+    names += [f"env:{name}" for name, _value in reads.get("environ", ())]
+    return names
+
+
+def _listing_sha256(folder: Path) -> str | None:
+    try:
+        names = sorted(
+            entry.name for entry in folder.iterdir() if not _is_editor_file(Path(entry.name))
+        )
+    except OSError:
+        return None
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+
+
+def dependency_value(name: str, environ: Mapping[str, str]) -> str | None:
+    """What a dependency is now: a file's hash, a folder listing's hash, a variable's value.
+
+    None when the file or folder is absent, or the variable unset.
+
+    >>> dependency_value("env:FOO", {"FOO": "1"}), dependency_value("env:FOO", {})
+    ('1', None)
+    >>> dependency_value("file:/nonexistent/x.yml", {}) is None
     True
     """
-    names = "\n".join(path.relative_to(docs_dir).as_posix() for path in _docs_files(docs_dir))
-    return hashlib.sha256(names.encode()).hexdigest()
+    kind, _, target = name.partition(":")
+    if kind == "env":
+        return environ.get(target)
+    path = Path(target)
+    if kind == "listing":
+        return _listing_sha256(path)
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
-def docs_data_sha256(docs_dir: Path) -> str:
-    """A hash of the names and contents of the data files under ``docs_dir``."""
-    digest = hashlib.sha256()
-    for path in _docs_files(docs_dir):
-        if path.suffix.lower() in DATA_SUFFIXES:
-            digest.update(path.relative_to(docs_dir).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+def dependencies_hold(
+    recorded: Mapping[str, str | None], hashes: dict[str, str | None], environ: Mapping[str, str]
+) -> bool:
+    """True when every recorded dependency is as it was; ``hashes`` memoises files and folders.
+
+    >>> dependencies_hold({"env:FOO": "1"}, {}, {"FOO": "1"})
+    True
+    >>> dependencies_hold({"env:FOO": "1"}, {}, {"FOO": "2"})
+    False
+    """
+    for name, value in recorded.items():
+        if name.startswith("env:"):
+            now = dependency_value(name, environ)
+        else:
+            if name not in hashes:
+                hashes[name] = dependency_value(name, environ)
+            now = hashes[name]
+        if now != value:
+            return False
+    return True
 
 
 def thread_settings(threads: Mapping[str, int], environ: Mapping[str, str]) -> str:
@@ -321,37 +402,25 @@ def build_context(
     record: Any,
     *,
     package_dir: Path,
-    snippets_dir: Path,
-    docs_dir: Path,
-    results_dir: Path,
     threads: Mapping[str, int],
     environ: Mapping[str, str],
 ) -> CacheContext:
-    """Collect the cache context for this build from the probe and the trees on disk."""
+    """Collect the identity part of every block's key for this build."""
     import platform
 
-    env = {
-        name: value
-        for name, value in environ.items()
-        if name.startswith("GPULESSON_") and name not in _KEY_ENV_EXCLUDED
-    }
     return CacheContext(
-        package_sha256=tree_sha256(package_dir),
-        snippets_sha256=tree_sha256(snippets_dir),
         python_version=platform.python_version(),
         torch_version=str(record.torch_version),
         numpy_version=_numpy_version(),
         device_fingerprint=device_fingerprint(report, record),
-        environment=json.dumps(env, sort_keys=True),
-        docs_names_sha256=docs_names_sha256(docs_dir),
-        docs_data_sha256=docs_data_sha256(docs_dir),
-        results_sha256=tree_sha256(results_dir),
+        environment=key_environment(environ),
         threads=thread_settings(threads, environ),
+        machinery_sha256=machinery_sha256(package_dir),
     )
 
 
 def block_key(code: str, options: Mapping[str, Any], context: CacheContext) -> str:
-    """The cache key of one block: code, execution options and context, hashed."""
+    """The identity key of one block: code, execution options and context, hashed."""
     payload = {
         "schema": SCHEMA,
         "code": code,
@@ -365,6 +434,7 @@ def block_key(code: str, options: Mapping[str, Any], context: CacheContext) -> s
 def _valid_record(record: Any) -> bool:
     return (
         isinstance(record, dict)
+        and isinstance(record.get("warning", False), bool)
         and isinstance(record.get("logger"), str)
         and isinstance(record.get("level"), int)
         and isinstance(record.get("message"), str)
@@ -405,6 +475,7 @@ class ResultStore:
             published = entry["facts"]
             records = entry["records"]
             output_chars = entry["output_chars"]
+            deps = entry["dependencies"]
             valid = (
                 entry["schema"] == SCHEMA
                 and entry["key"] == key
@@ -415,6 +486,8 @@ class ResultStore:
                 and all(isinstance(f, dict) and "name" in f and "value" in f for f in published)
                 and isinstance(records, list)
                 and all(_valid_record(r) for r in records)
+                and isinstance(deps, dict)
+                and all(isinstance(v, str | None) for v in deps.values())
                 and entry["output_sha256"] == hashlib.sha256(output.encode()).hexdigest()
             )
         except FileNotFoundError:
@@ -425,7 +498,7 @@ class ResultStore:
         if not valid:
             log.debug("ignoring damaged cache entry %s", path)
             return None
-        return CachedResult(output, output_chars, published, records)
+        return CachedResult(output, output_chars, published, records, deps)
 
     def put(
         self,
@@ -435,6 +508,7 @@ class ResultStore:
         published: list[dict[str, Any]] | None = None,
         records: list[dict[str, Any]] | None = None,
         output_chars: int | None = None,
+        dependencies: Mapping[str, str | None] | None = None,
     ) -> bool:
         """Store a result atomically; False (and nothing raised) when the disk refuses."""
         path = self.path_for(key)
@@ -445,6 +519,7 @@ class ResultStore:
             "output_chars": len(output) if output_chars is None else output_chars,
             "facts": published or [],
             "records": records or [],
+            "dependencies": dict(dependencies or {}),
             "output_sha256": hashlib.sha256(output.encode()).hexdigest(),
             "elapsed_s": round(elapsed_s, 6),
         }
@@ -514,10 +589,14 @@ def _embedded(output: str, output_chars: int, page: str, block_id: str) -> str:
 
 
 def replay_records(records: list[dict[str, Any]], page: str, block_id: str) -> None:
-    """Log again, on the same loggers and levels, what a block logged when it ran."""
+    """Log again, on the same loggers and levels, what a block logged or warned when it ran.
+
+    A ``warnings.warn`` is on an ``mkdocs.*`` logger too, so it fails a strict build.
+    """
     for record in records:
+        verb = "called warnings.warn" if record.get("warning") else "logged"
         logging.getLogger(record["logger"]).log(
-            record["level"], "%s: block %r logged: %s", page, block_id, record["message"]
+            record["level"], "%s: block %r %s: %s", page, block_id, verb, record["message"]
         )
 
 
@@ -549,9 +628,21 @@ def settings() -> ExecSettings:
     return _settings
 
 
-def setup_request() -> dict[str, Any]:
-    """What a new worker needs first: this process's import path."""
-    return {"op": "setup", "sys_path": list(sys.path)}
+def setup_request(
+    roots: list[Path] | None = None, excluded: list[Path] | None = None
+) -> dict[str, Any]:
+    """What a new worker needs first: this process's import path, where inputs may lie.
+
+    ``roots`` defaults to the folder holding gpulesson; ``excluded`` to this Python's
+    prefix (a ``.venv`` inside the repository) and the default cache folder.
+    """
+    repository = Path(__file__).resolve().parents[2]
+    return {
+        "op": "setup",
+        "sys_path": list(sys.path),
+        "roots": [str(p) for p in (roots or [repository])],
+        "excluded": [str(p) for p in (excluded or [Path(sys.prefix), repository / ".cache"])],
+    }
 
 
 def shared_runner() -> Any:
@@ -642,7 +733,9 @@ def cached_runner(
             key = block_key(code, {**options, "extra": extra}, context)
             if policy.read:
                 entry = store.get_entry(key)
-                if entry is not None:
+                if entry is not None and dependencies_hold(
+                    entry.dependencies, settings.hashes, os.environ
+                ):
                     settings.counted.append((id, session, extra.get("title")))
                     facts.begin_block(block_id)
                     facts.replay(entry.published)
@@ -677,7 +770,11 @@ def cached_runner(
             facts.end_block()
             output, output_chars = limit_output(data["output"])
             if cacheable and policy.write and store is not None:
-                store.put(key, output, elapsed_s, published, records, output_chars)
+                names = dependencies(data.get("reads", {}))
+                for name in names:  # the block may have written them: hash them anew
+                    settings.hashes.pop(name, None)
+                deps = {name: dependency_value(name, os.environ) for name in names}
+                store.put(key, output, elapsed_s, published, records, output_chars, deps)
             status = "ran" if cacheable else "uncacheable"
             settings.recorder.block(block_id, status, elapsed_s)
             return _embedded(output, output_chars, page, block_id)

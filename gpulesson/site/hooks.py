@@ -7,18 +7,25 @@ runs the probe there, once; ``GPULESSON_REQUIRE_DEVICE=cuda`` makes the build fa
 with the probe's diagnosis, when no CUDA device is visible, so CPU figures can
 never be published as GPU figures.
 
-Before each build (``mkdocs serve`` rebuilds included) every imported
-``gpulesson`` module is forgotten and imported again, here and in the worker, so
-an edit to the package shows on the next rebuild without a restart; the worker
-itself (and its torch import) is kept. Executed Python blocks go through
-``gpulesson.site.exec_cache`` (a disk cache keyed by code, package, data, torch and
-device); a block that fails, exits, crashes or hangs fails the build with its page
-and id. The time each page spends in blocks is logged at the end of the build and
-written into the site as ``exec-timings.json``.
+All package code that executed blocks run, runs in the worker. ``mkdocs serve``
+keeps the worker (and its torch import) between rebuilds until a file of the package
+or of ``snippets/`` changes (:func:`package_signature`, compared at each ``on_config``)
+or a file a module in the worker read changes (the worker's ``stale`` answer): then a
+new worker starts, so the next rebuild runs the code now on disk. Nothing is purged
+from ``sys.modules`` here: the modules the hooks themselves import (this file,
+``exec_cache``, ``exec_timing``, ``facts``, ``claims``, ``provenance``, ``block_runner``,
+and through the other hooks ``content``, ``labs``, ``glossary``, ``notebooks``,
+``memory.planner``) are imported once per ``mkdocs serve``, so an edit to one of those
+needs a restart of ``mkdocs serve``. Executed Python blocks go through
+``gpulesson.site.exec_cache`` (a disk cache keyed by code, options and what each block
+read); a block that fails, exits, crashes, hangs or calls ``warnings.warn`` fails the
+build with its page and id. The time each page spends in blocks is logged at the end
+of the build and written into the site as ``exec-timings.json``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import logging
@@ -37,14 +44,12 @@ from gpulesson.site.provenance import BuildRecord
 
 RECORD_FILE = "build-record.json"
 PACKAGE = "gpulesson"
-# Kept when the package is reloaded: it owns the worker process (and its torch import).
-KEPT_MODULES = (f"{PACKAGE}.site.block_runner",)
 JINJA_CACHE_DIR = Path(".cache", "jinja-bytecode")
 log = logging.getLogger("mkdocs.plugins.gpulesson")
 _EXECUTED_FENCE = re.compile(r'^\s*(```|~~~).*\bexec="(on|1|true|yes)"', re.MULTILINE)
 _H1 = re.compile(r"^# .*$", re.MULTILINE)
 
-_state: dict[str, BuildRecord] = {}
+_state: dict[str, Any] = {}
 
 
 def required_device_error(required: str, selected: str, summary: str, fix: str) -> str | None:
@@ -82,51 +87,24 @@ def package_location_error(hook_package: Path, imported: Path) -> str | None:
     )
 
 
-def purge_package_modules(package: str = PACKAGE, keep: tuple[str, ...] = ()) -> list[str]:
-    """Forget every imported module of ``package`` but ``keep``, so imports read the disk.
+def package_signature(folders: list[Path]) -> str:
+    """A hash of every file's path, size and modification time under ``folders``.
 
-    >>> import types
-    >>> for name in ("fakepkg", "fakepkg.sub", "fakepkg.kept"):
-    ...     sys.modules[name] = types.ModuleType(name)
-    >>> purge_package_modules("fakepkg", keep=("fakepkg.kept",))
-    ['fakepkg', 'fakepkg.sub']
-    >>> "fakepkg.sub" in sys.modules, "fakepkg.kept" in sys.modules
-    (False, True)
+    Cheap enough for every rebuild; a change means the worker runs stale code.
+
+    >>> package_signature([Path("/nonexistent")]) == package_signature([Path("/no-such")])
+    True
     """
-    names = sorted(
-        n for n in sys.modules if (n == package or n.startswith(package + ".")) and n not in keep
-    )
-    for name in names:
-        del sys.modules[name]
-    return names
-
-
-def _reload_package(config: Any) -> None:
-    """Forget gpulesson, then run every hook module again so its imports are fresh.
-
-    MkDocs loads a hook file once per process and keeps its module; running the
-    module again in place rebinds the names its functions look up, so the other
-    hooks (and this one) call the package code now on disk.
-    """
-    global claims, exec_cache, exec_timing, facts, provenance
-    purge_package_modules(keep=KEPT_MODULES)
-    hooks = list((config.get("hooks") or {}).values())
-    for module in hooks:
-        spec = getattr(module, "__spec__", None)
-        if spec is None or spec.loader is None or not spec.origin:
+    digest = hashlib.sha256()
+    for folder in folders:
+        if not folder.is_dir():
             continue
-        saved_path = sys.path.copy()
-        sys.path.insert(0, os.path.dirname(spec.origin))  # as MkDocs loads hooks
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            sys.path[:] = saved_path
-    if not any(vars(module) is globals() for module in hooks):  # imported, not a hook
-        claims = importlib.import_module(f"{PACKAGE}.site.claims")
-        exec_cache = importlib.import_module(f"{PACKAGE}.site.exec_cache")
-        exec_timing = importlib.import_module(f"{PACKAGE}.site.exec_timing")
-        facts = importlib.import_module(f"{PACKAGE}.site.facts")
-        provenance = importlib.import_module(f"{PACKAGE}.site.provenance")
+        for path in sorted(folder.rglob("*")):
+            if "__pycache__" in path.parts or not path.is_file():
+                continue
+            stat = path.stat()
+            digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 def _hook_package() -> Path:
@@ -134,14 +112,34 @@ def _hook_package() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
-def _start_worker(previous: Any, package_dir: Path, limit_s: float) -> Any:
-    """The block worker for this build: the previous build's if it still fits, else a new one."""
+def _start_worker(
+    previous: Any, package_dir: Path, setup: dict[str, Any], signature: str, limit_s: float
+) -> Any:
+    """The block worker for this build: the previous build's if it still fits, else a new one.
+
+    It fits when it runs the same package and no file under the package or ``snippets/``
+    changed since it started (``signature``), nor a file one of its modules read.
+    """
     runner = previous
-    if runner is None or runner.package_parent != package_dir.parent:
-        if runner is not None:
-            runner.close()
+    fits = (
+        runner is not None
+        and runner.package_parent == package_dir.parent
+        and runner.signature == signature
+    )
+    if runner is not None and not fits:
+        log.info("package files changed: starting a new block worker")
+        runner.close()
+    if not fits:
         runner = block_runner.BlockRunner(package_parent=package_dir.parent)
-    reply = runner.set_up(exec_cache.setup_request(), limit_s)
+    reply = runner.set_up(setup, limit_s)
+    if reply.status == "ok" and reply.data.get("stale"):
+        log.info(
+            "files the block worker's modules read changed (%s): starting a new one",
+            ", ".join(reply.data["stale"][:3]),
+        )
+        runner.close()
+        reply = runner.set_up(setup, limit_s)
+    runner.signature = signature
     data = reply.data
     if reply.status != "ok" or data.get("status") != "ok":
         raise PluginError(
@@ -182,14 +180,7 @@ def _set_up_exec_cache(
     config_dir = Path(config["config_file_path"]).resolve().parent
     package_dir = Path(importlib.import_module(PACKAGE).__file__ or "").resolve().parent
     context = exec_cache.build_context(
-        report,
-        record,
-        package_dir=package_dir,
-        snippets_dir=config_dir / "snippets",
-        docs_dir=Path(config["docs_dir"]),
-        results_dir=config_dir / "results",
-        threads=threads,
-        environ=os.environ,
+        report, record, package_dir=package_dir, threads=threads, environ=os.environ
     )
     policy = exec_cache.cache_policy(os.environ)
     store = exec_cache.ResultStore(exec_cache.cache_dir(config_dir, os.environ))
@@ -215,10 +206,23 @@ def _set_up_exec_cache(
     )
 
 
+def worker_setup(config: Any, package_dir: Path) -> dict[str, Any]:
+    """The worker's setup: where a block's inputs may lie, and what inside does not count."""
+    config_dir = Path(config["config_file_path"]).resolve().parent
+    roots = sorted({config_dir, package_dir.parent, Path(config["docs_dir"]).resolve()})
+    excluded = [
+        Path(sys.prefix).resolve(),
+        exec_cache.cache_dir(config_dir, os.environ).resolve(),
+        Path(config["site_dir"]).resolve(),
+        config_dir / ".git",
+        config_dir / ".cache",
+    ]
+    return exec_cache.setup_request(roots, excluded)
+
+
 def on_config(config: Any) -> Any:
-    """Reload gpulesson, start the block worker, probe once, enforce GPULESSON_REQUIRE_DEVICE."""
+    """Start (or keep) the block worker, probe once, enforce GPULESSON_REQUIRE_DEVICE."""
     previous_runner = exec_cache.settings().runner  # kept across mkdocs serve rebuilds
-    _reload_package(config)
     package_dir = Path(importlib.import_module(PACKAGE).__file__ or "").resolve().parent
     message = package_location_error(_hook_package(), package_dir)
     if message:
@@ -230,7 +234,10 @@ def on_config(config: Any) -> Any:
         raise PluginError(str(error)) from None
     # Starting the worker and the probe (which imports torch) get the default limit at least.
     setup_limit_s = max(limit_s, exec_cache.DEFAULT_TIMEOUT_S)
-    runner = _start_worker(previous_runner, package_dir, setup_limit_s)
+    config_dir = Path(config["config_file_path"]).resolve().parent
+    signature = package_signature([package_dir, config_dir / "snippets"])
+    setup = worker_setup(config, package_dir)
+    runner = _start_worker(previous_runner, package_dir, setup, signature, setup_limit_s)
     report, threads = _probe_in_worker(runner, setup_limit_s)
     require_env = exec_cache.REQUIRE_ENV
     required = os.environ.get(require_env, "").strip().lower()
@@ -253,7 +260,8 @@ def on_config(config: Any) -> Any:
 def _record() -> BuildRecord:
     if "record" not in _state:
         _state["record"] = provenance.collect_build_record()
-    return _state["record"]
+    record: BuildRecord = _state["record"]
+    return record
 
 
 def has_executed_code(markdown: str) -> bool:

@@ -1,0 +1,146 @@
+"""The execution cache is keyed on what each block read, blocks do not see each other's state,
+and ``warnings.warn`` in a block fails the strict build, fresh and from the cache.
+
+Each test builds a small fixture site (its own copy of gpulesson, as in a clone) with the
+real site hook, several times, and reads which blocks ran from ``exec-timings.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_exec_cache import _project, _run_build, _statuses
+
+pytestmark = pytest.mark.site
+
+
+def _fence(block_id: str, code: str) -> str:
+    return f'```python exec="on" id="{block_id}"\n{code}\n```\n'
+
+
+def _ok(project: Path, cache_dir: Path, **env: str) -> dict[str, str]:
+    result = _run_build(project, cache_dir, **env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return _statuses(project)
+
+
+def _ran(statuses: dict[str, str]) -> set[str]:
+    return {block for block, status in statuses.items() if status == "ran"}
+
+
+def _html(project: Path, page: str = "index") -> str:
+    path = project / "site" / ("index.html" if page == "index" else f"{page}/index.html")
+    return path.read_text()
+
+
+READS = "# Reads\n\n" + "\n".join(
+    [
+        _fence("env", 'import os\nprint("setting: " + os.environ.get("FOO_SETTING", "unset"))'),
+        _fence("dat", 'print("data: " + open("docs/assets/x.dat").read().strip())'),
+        _fence("scan", 'from gpulesson.errors import scan\nprint("scan: " + scan.__name__)'),
+        _fence("plain", 'print("plain: " + str(6 * 7))'),
+    ]
+)
+
+
+def test_each_input_a_block_read_reruns_it_and_nothing_else(tmp_path):
+    cache_dir = tmp_path / "cache"
+    project = _project(tmp_path, {"index.md": READS})
+    (project / "docs" / "assets").mkdir()
+    (project / "docs" / "assets" / "x.dat").write_text("first\n")
+    (project / "docs" / "lessons").mkdir()
+    quiz = project / "docs" / "lessons" / "reads.quiz.yml"
+    quiz.write_text("questions: []\n")
+
+    assert _ran(_ok(project, cache_dir)) == {"env", "dat", "scan", "plain"}
+    assert _ran(_ok(project, cache_dir)) == set()
+
+    assert _ran(_ok(project, cache_dir, FOO_SETTING="on")) == {"env"}
+    assert "setting: on" in _html(project)
+    assert _ran(_ok(project, cache_dir, FOO_SETTING="on")) == set()
+
+    (project / "docs" / "assets" / "x.dat").write_text("second\n")
+    assert _ran(_ok(project, cache_dir, FOO_SETTING="on")) == {"dat"}
+    assert "data: second" in _html(project)
+
+    quiz.write_text("questions: []\n# an edit to a quiz no block reads\n")
+    assert _ran(_ok(project, cache_dir, FOO_SETTING="on")) == set()
+
+    units = project / "gpulesson" / "units.py"  # no block imports it
+    units.write_text(units.read_text() + "\n# a comment\n")
+    assert _ran(_ok(project, cache_dir, FOO_SETTING="on")) == set()
+
+    scan = project / "gpulesson" / "errors" / "scan.py"
+    scan.write_text(scan.read_text() + "\n# a comment\n")
+    assert _ran(_ok(project, cache_dir, FOO_SETTING="on")) == {"scan"}
+
+
+def test_a_module_the_imported_module_imports_is_in_the_key(tmp_path):
+    """A module an earlier block imported is still followed to the modules it imports."""
+    cache_dir = tmp_path / "cache"
+    pages = {
+        "index.md": "# A\n\n"
+        + _fence("first", "import gpulesson.errors.diagnose\nprint('first')")
+        + "\n"
+        + _fence("second", "import gpulesson.errors.diagnose\nprint('second')"),
+    }
+    project = _project(tmp_path, pages)
+    assert _ran(_ok(project, cache_dir)) == {"first", "second"}
+    scan = project / "gpulesson" / "errors" / "scan.py"  # imported by diagnose
+    scan.write_text(scan.read_text() + "\n# a comment\n")
+    assert _ran(_ok(project, cache_dir)) == {"first", "second"}
+
+
+LEAKS = "# Leaks\n\n" + "\n".join(
+    [
+        _fence(
+            "set",
+            "import os\nimport random\nimport torch\nimport gpulesson.units as units\n"
+            "units.LEFT_BEHIND = 'left'\ntorch.set_default_dtype(torch.float64)\n"
+            "torch.manual_seed(0)\nrandom.seed(0)\n"
+            "os.environ['GPULESSON_LEFT'] = 'left'\nos.chdir('/')\nprint('set')",
+        ),
+        _fence(
+            "see",
+            "import os\nimport torch\nimport gpulesson.units as units\n"
+            "print('module:', getattr(units, 'LEFT_BEHIND', 'clean'))\n"
+            "print('dtype:', torch.get_default_dtype())\n"
+            "print('env:', os.environ.get('GPULESSON_LEFT', 'clean'))\n"
+            "print('cwd:', 'root' if os.getcwd() == '/' else 'clean')",
+        ),
+    ]
+)
+
+
+def test_a_block_never_sees_state_an_earlier_block_left(tmp_path):
+    cache_dir = tmp_path / "cache"
+    project = _project(tmp_path, {"index.md": LEAKS})
+    _ok(project, cache_dir)
+    clean = ("module: clean", "dtype: torch.float32", "env: clean", "cwd: clean")
+    for line in clean:
+        assert line in _html(project), line
+    (project / "docs" / "index.md").write_text(LEAKS.replace("'left'", "'other'"))
+    statuses = _ok(project, cache_dir)
+    assert statuses == {"set": "ran", "see": "cached"}
+    for line in clean:
+        assert line in _html(project), line
+
+
+WARNS = "# Warns\n\n" + _fence("warns", "import warnings\nwarnings.warn('careful')\nprint('ok')")
+WARNED = (
+    "WARNING -  warns.md: block 'warns' called warnings.warn: UserWarning: careful "
+    "(<code block: id warns>, line 2)"
+)
+
+
+def test_warnings_warn_in_a_block_fails_the_strict_build_fresh_and_cached(tmp_path):
+    cache_dir = tmp_path / "cache"
+    project = _project(tmp_path, {"index.md": "# Home\n", "warns.md": WARNS})
+    for attempt in ("ran", "cached"):
+        result = _run_build(project, cache_dir)
+        assert result.returncode == 1, (attempt, result.stderr[-3000:])
+        assert WARNED in result.stderr, (attempt, result.stderr[-3000:])
+        assert "Aborted with 1 warnings in strict mode!" in result.stdout + result.stderr
+        assert _statuses(project) == {"warns": attempt}
