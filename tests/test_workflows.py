@@ -1,9 +1,11 @@
 """The GitHub workflows keep their safety rules; a broken rule names the file and job.
 
-The self-hosted GPU runner must never run code from a pull request: a workflow
-with a self-hosted job may only be triggered by push, schedule or
-workflow_dispatch, and each such job carries a guard on repository, ref and
-event. Every action is pinned to a commit with its version in a comment, the
+The self-hosted GPU runner must never run code from a pull request: only the
+publish workflow's measure and build jobs ask for it, a workflow with a
+self-hosted job may only be triggered by push, schedule or workflow_dispatch, and
+each such job carries a guard on repository, ref and event. (A pull request's own
+edited copy of ci.yml is beyond any check here; CONTRIBUTING.md says what
+protects the runner from it.) Every action is pinned to a commit with its version in a comment, the
 token starts with no permissions, checkouts do not keep credentials, and
 zizmor (offline) finds nothing.
 """
@@ -466,6 +468,47 @@ def test_no_publish_job_runs_in_a_fork():
     assert fork_reachable_jobs(_publish()) == []
     jobs = _publish()["jobs"]
     assert not guard_problems(jobs["plan"]["if"]) and not guard_problems(jobs["measure"]["if"])
+
+
+#: The only jobs in the project's workflows that may ask for a self-hosted runner.
+GATED_GPU_JOBS = frozenset({("publish.yml", "measure"), ("publish.yml", "build")})
+
+
+def test_only_the_publish_workflows_gated_jobs_use_a_self_hosted_runner():
+    """ci.yml runs on pull requests: none of its jobs, nor any other file's, may ask for the GPU.
+
+    (A fork can still edit its copy of ci.yml; CONTRIBUTING.md says what protects the
+    runner then. This keeps the project's own files from ever opening that door.)
+    """
+    self_hosted = set()
+    for name, workflow in _workflows():
+        for job_name, job in workflow["jobs"].items():
+            # a call to a reusable workflow could hide a self-hosted job from this check
+            assert "uses" not in job, f"{name}: job {job_name!r} calls a reusable workflow"
+            if is_self_hosted(job.get("runs-on")):
+                self_hosted.add((name, job_name))
+    assert self_hosted == GATED_GPU_JOBS
+    jobs = _publish()["jobs"]
+    for _, job_name in sorted(GATED_GPU_JOBS):
+        assert guard_problems(jobs[job_name].get("if")) == [], job_name
+    assert "pull_request" in triggers(load((WORKFLOW_DIR / "ci.yml").read_text(encoding="utf-8")))
+
+
+def test_the_docs_say_what_protects_the_runner_from_an_edited_workflow():
+    """The job guards cannot stop a pull request that edits ci.yml: both places say what does."""
+    header = PUBLISH.read_text(encoding="utf-8").split("\nname:", 1)[0]
+    contributing = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = contributing.split("### Keeping a stranger's pull request off the GPU machine")[1]
+    section = section.split("\n## ")[0]
+    for text, where in ((header, "publish.yml's header"), (section, "CONTRIBUTING.md")):
+        flat = " ".join(text.replace("#", " ").split())
+        assert "runs-on: [self-hosted, linux, gpu]" in flat, where  # the attack, named
+        assert "Approval for running fork pull request workflows from contributors" in flat
+        assert "all outside collaborators" in flat, where
+        assert "--ephemeral" in flat, where
+        assert "forks cannot" in flat, where  # a repository forks cannot open PRs against
+        assert "docs.github.com" in flat, where  # cited
+    assert "a fork's copy of the workflow never runs it" not in contributing
 
 
 def test_ci_runs_the_readme_test_command():
