@@ -143,6 +143,8 @@ def test_bundle_rows_use_their_params():
     decode = measurement("decode.b1", 100.0, "tokens/s", parameters=1e9, dtype="bf16")
     p = predict.predict_measurement("h100-sxm", decode)
     assert p.value == pytest.approx(3.35e12 / 2e9)
+    rate = measurement("decode.matmul", 5e14, "FLOP/s", dtype="bf16")
+    assert predict.predict_measurement("h100-sxm", rate).value == pytest.approx(989.5e12)
     batch = predict.predict_measurement("h100-sxm", measurement("decode.b8", 1.0, "tokens/s"))
     assert isinstance(batch, predict.NoModel)
 

@@ -609,6 +609,11 @@ def predict_measurement(device_id: str, m: Measurement) -> Prediction | NoModel:
             ),
             arithmetic=f"ledger peak = {_g(float(estimate))} B ({m.params.get('estimate_phase')})",
         )
+    if m.name == "decode.matmul" and m.dtype:
+        try:
+            return peak_rate(device_id, m.dtype, m.name)
+        except ValueError as exc:
+            return NoModel(figure=m.name, reason=f"no {m.dtype} peak: {exc}")
     if entry == "decode" and m.name.startswith("decode.b"):
         if m.name != "decode.b1":
             return NoModel(figure=m.name, reason="no model: the course bounds batch 1 only")
