@@ -137,3 +137,14 @@ def test_bad_gpu_counts_exit_2_with_one_line(run_cli, args, fragment):
     assert r.returncode == 2
     assert fragment in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_a_pcie_cards_nvlink_bridge_joins_pairs_so_a_larger_ring_has_no_nvlink_row():
+    from gpulesson.memory.comm import link_times
+
+    pair = [t.link for t in link_times(1e9, ("h100-pcie", "a100-80gb-pcie"), gpus=2)]
+    assert pair == ["NVLink", "PCIe Gen5 x16", "NVLink", "PCIe Gen4 x16"]
+    eight = [t.link for t in link_times(1e9, ("h100-pcie", "a100-80gb-pcie", "h100-sxm"), gpus=8)]
+    assert eight == ["PCIe Gen5 x16", "PCIe Gen4 x16", "NVLink", "PCIe Gen5 x16"]
+    with pytest.raises(ValueError, match="gpus=0"):
+        link_times(1e9, ("h100-sxm",), gpus=0)

@@ -75,3 +75,27 @@ def test_decoding_limits_the_16_bit_multiplies_to_weight_only_quantization():
     assert "W8A8" in text and "FP8 Tensor Core 3,958 teraFLOPS*" in text
     quiz = (LESSONS / "decoding.quiz.yml").read_text(encoding="utf-8")
     assert "(only the weights)" in quiz and "With weight-only quantization" in quiz
+
+
+# --- multi-gpu ----------------------------------------------------------------------------
+
+
+def test_multi_gpu_links_table_sends_the_rings_bytes_and_pcie_cards_ring_over_pcie():
+    run = run_page("multi-gpu")
+    values = run.values()
+    assert values["multigpu.links_sent_gb"] == pytest.approx(2 * 7 / 8 * 28)
+    assert values["multigpu.links_sent_gb"] == values["multigpu.ring_8_gb"]
+    table = run.printed["multi-gpu-links"]
+    assert "| NVIDIA H100 PCIe 80GB | NVLink |" not in table
+    assert "| NVIDIA A100 80GB PCIe | NVLink |" not in table
+    assert "| NVIDIA H100 SXM5 80GB | NVLink |" in table
+    assert "NVLink Bridge joins 2 cards" in table
+    assert "24.5 GB" not in _text("multi-gpu")
+    assert [c.text for c in run.claims if c.status == claims.FAILS] == []
+
+
+def test_multi_gpu_says_what_tensor_parallelism_leaves_whole_and_that_the_bubble_is_ideal():
+    text = _text("multi-gpu")
+    assert "weights and most activations shrink by t" not in text
+    assert "sbh(10 + 24/t + 5as/(ht))" in text and "arxiv.org/abs/2205.05198" in text
+    assert "GPipe's idealised estimate" in text

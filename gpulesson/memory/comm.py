@@ -330,13 +330,35 @@ class LinkTime:
     seconds: float
 
 
-def link_times(sent_bytes: float, gpu_ids: tuple[str, ...]) -> tuple[LinkTime, ...]:
+# A PCIe card's NVLink runs through an NVLink Bridge, which joins two cards (the datasheets'
+# "NVLink Bridge for 2 GPUs"): a ring of more GPUs runs over PCIe.
+BRIDGE_GPUS = 2
+
+
+def nvlink_bridged(row: datasheets.Datasheet) -> bool:
+    """Whether the row is a PCIe card, whose NVLink (a bridge) joins pairs of cards only.
+
+    A row that names both forms (the A100 40GB's "SXM4 or PCIe") is taken as the SXM board.
+
+    >>> nvlink_bridged(datasheets.get("h100-pcie")), nvlink_bridged(datasheets.get("h100-sxm"))
+    (True, False)
+    """
+    return "PCIe" in row.name and "SXM" not in row.name
+
+
+def link_times(
+    sent_bytes: float, gpu_ids: tuple[str, ...], gpus: int = BRIDGE_GPUS
+) -> tuple[LinkTime, ...]:
     """Seconds to send ``sent_bytes`` over each GPU's NVLink and PCIe x16, one direction.
 
     A teaching bound: the links' stated peak, which a collective never quite reaches.
+    ``gpus`` is the ring's size: on a PCIe card (:func:`nvlink_bridged`) NVLink joins only
+    pairs, so a ring of more than two has no NVLink row; its bytes go over PCIe.
 
     >>> [(t.link, round(t.seconds * 1e3, 1)) for t in link_times(24.5e9, ("h100-sxm",))]
     [('NVLink', 54.4), ('PCIe Gen5 x16', 382.8)]
+    >>> [t.link for t in link_times(49e9, ("h100-pcie",), gpus=8)]
+    ['PCIe Gen5 x16']
     >>> link_times(1, ("apple-m4",))
     Traceback (most recent call last):
     ...
@@ -344,6 +366,8 @@ def link_times(sent_bytes: float, gpu_ids: tuple[str, ...]) -> tuple[LinkTime, .
 a100-80gb, a100-80gb-pcie, h100-sxm, h100-pcie, h200
     """
     sent = _check_bytes("sent_bytes", sent_bytes)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ValueError(f"gpus={gpus!r} must be a whole number of GPUs, at least 1")
     with_links = tuple(row.id for row in datasheets.all_rows() if row.interconnect is not None)
     out = []
     for gpu_id in gpu_ids:
@@ -355,7 +379,8 @@ a100-80gb, a100-80gb-pcie, h100-sxm, h100-pcie, h200
                 f"{', '.join(with_links)}"
             )
         pairs = [(f"PCIe Gen{link.pcie_generation} x16", link.pcie_stated_gb_per_s)]
-        if link.nvlink_stated_gb_per_s is not None:
+        bridge_too_small = nvlink_bridged(row) and gpus > BRIDGE_GPUS
+        if link.nvlink_stated_gb_per_s is not None and not bridge_too_small:
             pairs.insert(0, ("NVLink", link.nvlink_stated_gb_per_s))
         for name, stated in pairs:
             one_way = stated * 1e9 / 2

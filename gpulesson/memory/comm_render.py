@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpulesson.memory.comm import LinkTime, RingRow, ZeroRow, formula
+from gpulesson.memory.comm import BRIDGE_GPUS, LinkTime, RingRow, ZeroRow, formula
 from gpulesson.memory.parallel import BubbleRow, TensorParallelStep
 from gpulesson.units import GB, GIB, MIB
 
@@ -50,6 +50,23 @@ def links_markdown(rows: Sequence[LinkTime]) -> str:
         for r in rows
     ]
     return "\n".join(out)
+
+
+def bridged_note(gpu_names: Sequence[str], gpus: int) -> str:
+    """The sentence saying why PCIe cards have no NVLink row for a ring of ``gpus``.
+
+    >>> bridged_note(["NVIDIA H100 PCIe 80GB"], 8).endswith("joins 2 cards and a ring of 8 runs "
+    ...                                                   "over PCIe.")
+    True
+    >>> bridged_note([], 8)
+    ''
+    """
+    if not gpu_names:
+        return ""
+    return (
+        f"{', '.join(gpu_names)}: no NVLink row, because a PCIe card's NVLink Bridge joins "
+        f"{BRIDGE_GPUS} cards and a ring of {gpus} runs over PCIe."
+    )
 
 
 def zero_markdown(rows: Sequence[ZeroRow]) -> str:
