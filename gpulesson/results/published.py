@@ -51,6 +51,7 @@ SOURCE_UNITS: dict[str, tuple[str, float]] = {
     "GFLOPS": ("FLOP/s", 1e9),
     "TB/s": ("B/s", 1e12),
     "GB/s": ("B/s", 1e9),
+    "MB/s": ("B/s", 1e6),
     "ms": ("s", 1e-3),
     "µs": ("s", 1e-6),
     "us": ("s", 1e-6),
