@@ -26,7 +26,7 @@ import unicodedata
 from typing import Any
 
 #: The most characters :func:`inert` keeps; a longer string is cut and ends with "…".
-MAX_CHARS = 200
+MAX_CHARS = 300  # a device name is ~30, a probe verdict ~200; a 5,000-character name is cut
 ELLIPSIS = "…"
 
 #: Characters Markdown (with this site's extensions) reads as syntax anywhere in a line,
@@ -72,7 +72,7 @@ def inert(value: object, max_chars: int = MAX_CHARS) -> str:
     \- item \+ 12\. item 2.5.1+cu121
     >>> print(inert("fixture_h100.json"), inert(None), inert(12.5))
     fixture_h100.json None 12.5
-    >>> inert("x" * 300) == "x" * (MAX_CHARS - 1) + ELLIPSIS
+    >>> inert("x" * 5000) == "x" * (MAX_CHARS - 1) + ELLIPSIS
     True
     """
     text = "".join(" " if _is_control(c) else c for c in str(value))
