@@ -298,6 +298,12 @@ def test_a_file_name_with_control_characters_is_printed_escaped(tmp_path):
     with pytest.raises(B.BundleError) as info:
         B.load(path)
     assert str(info.value).startswith("a\\x1b[31mb\\nc.json: not JSON (line 1")
+    shutil.copy(H100, path)  # a valid bundle: in a results folder, its name is refused
+    with pytest.raises(B.BundleError) as info:
+        load_dir(tmp_path, "community")
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path.parent.name}/{tmp_path.name}/a\\x1b[31mb\\nc.json: ")
+    assert "the file name holds a control" in message
 
 
 def test_the_refusal_never_reads_past_the_limit(tmp_path, monkeypatch):

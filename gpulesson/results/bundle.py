@@ -574,8 +574,8 @@ is not followed)
     path = Path(path)
     label = name or path.name
     try:
-        data = bundle_input.parse_json(bundle_input.decode(bundle_input.read_bounded(path)))
-        return validate(data)
+        data = bundle_input.loads_strict(bundle_input.decode(bundle_input.read_bounded(path)))
+        return validate(data)  # which walks every value first
     except FieldError as exc:
         where = label if exc.field == "(file)" else f"{label}: {exc.field}"
         raise BundleError(where, exc.problem) from None

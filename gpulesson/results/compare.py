@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpulesson.results.bundle import Bundle, BundleError, Measurement, load
+from gpulesson.results.bundle_input import FORBIDDEN
 from gpulesson.results.datasheets import Datasheet
 
 SOURCES = ("reference", "community", "given")
@@ -175,6 +176,13 @@ def load_dir(folder: str | Path, source: str) -> tuple[Sourced, ...]:
         )
     prefix = f"{folder.parent.name}/{folder.name}/" if folder.parent.name else f"{folder}/"
     names = sorted(entry.name for entry in os.scandir(folder) if entry.name.endswith(".json"))
+    for name in names:
+        if FORBIDDEN.search(name):
+            raise BundleError(
+                prefix + name,
+                "the file name holds a control or invisible formatting character: rename "
+                "the file to plain text (device and date, like l4-2025-01-31.json)",
+            )
     found = [Sourced(load(folder / name, prefix + name), source, name) for name in names]
     return tuple(sorted(found, key=lambda s: (s.bundle.provenance.created_utc, s.file)))
 
