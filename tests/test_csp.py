@@ -13,8 +13,10 @@ import hashlib
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from mkdocs.exceptions import PluginError
 
 from gpulesson.site import csp_hook
 
@@ -105,6 +107,34 @@ def test_text_that_only_looks_like_a_handler_is_not_refused():
     page = "<head></head><body><p>onclick=&quot;go()&quot;</p><pre>&lt;img onerror=x&gt;</pre>"
     page += '<script>el.setAttribute("onclick", "x")</script></body>'
     assert "Content-Security-Policy" in csp_hook.with_policy(page)
+
+
+def test_under_mkdocs_serve_inline_scripts_are_allowed_for_live_reload_and_nothing_else():
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="index.md"), url="")
+    try:
+        csp_hook.on_startup(command="serve", dirty=False)
+        served = _policy_of(csp_hook.on_post_page(PAGE, page=page, config={}))
+    finally:
+        csp_hook.on_startup(command="build", dirty=False)
+    built = _policy_of(csp_hook.on_post_page(PAGE, page=page, config={}))
+    # the dev server appends <script>livereload(epoch, request id)</script>: no hash fits it
+    assert served["script-src"] == ["'self'", "'unsafe-inline'"]
+    assert "'unsafe-inline'" not in built["script-src"] and len(built["script-src"]) == 4
+    assert {k: v for k, v in served.items() if k != "script-src"} == {
+        k: v for k, v in built.items() if k != "script-src"
+    }
+
+
+def test_the_hook_names_the_page_it_refuses():
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="lessons/x.md"), url="lessons/x/")
+    with pytest.raises(PluginError, match=r"^lessons/x\.md \(lessons/x/\): inline event handler"):
+        csp_hook.on_post_page("<head></head><p onclick='f()'>", page=page, config={})
+    assert csp_hook.on_post_template("<urlset/>", template_name="sitemap.xml", config={}) == (
+        "<urlset/>"
+    )
+    assert "Content-Security-Policy" in csp_hook.on_post_template(
+        "<head></head>", template_name="404.html", config={}
+    )
 
 
 class _Scripts(HTMLParser):

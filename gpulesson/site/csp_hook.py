@@ -26,6 +26,12 @@ The policy, as strict as the theme allows:
 
 A page whose own markup has an inline event handler (``onclick="..."``) or a
 ``javascript:`` URL stops the build: the policy would silently disable it.
+
+Under ``mkdocs serve`` the dev server appends its live-reload ``<script>`` (with a
+per-request id, so it cannot be hashed) to every page it serves, so there ``script-src``
+lists ``'unsafe-inline'`` instead of the hashes; every other directive, and the absence of
+``'unsafe-eval'`` and of other hosts, is the same. ``mkdocs build`` (the published site,
+and the site the tests check) always has the strict policy.
 """
 
 from __future__ import annotations
@@ -120,15 +126,21 @@ def script_hashes(html: str) -> tuple[str, ...]:
     return tuple(hashes)
 
 
-def policy(hashes: tuple[str, ...]) -> str:
+def policy(hashes: tuple[str, ...], serving: bool = False) -> str:
     """The policy text for a page whose inline scripts have these hashes.
+
+    ``serving`` (``mkdocs serve``): inline scripts are allowed instead of hashed, for the
+    dev server's live-reload script (a hash beside ``'unsafe-inline'`` would disable it).
 
     >>> policy(("'sha256-abc='",)).split("; ")[:2]
     ["default-src 'self'", "script-src 'self' 'sha256-abc='"]
     >>> "unsafe-inline" in policy(()).split("; ")[1], "unsafe-eval" in policy(())
     (False, False)
+    >>> policy(("'sha256-abc='",), serving=True).split("; ")[1]
+    "script-src 'self' 'unsafe-inline'"
     """
-    directives = [FIXED_DIRECTIVES[0], ("script-src", " ".join(("'self'", *hashes)))]
+    sources = ("'unsafe-inline'",) if serving else hashes
+    directives = [FIXED_DIRECTIVES[0], ("script-src", " ".join(("'self'", *sources)))]
     directives += FIXED_DIRECTIVES[1:]
     return "; ".join(f"{name} {value}" for name, value in directives)
 
@@ -143,12 +155,13 @@ def inline_handlers(html: str) -> list[str]:
     return [tag.group(0) for tag in _TAG.finditer(outside_scripts) if _HANDLER.search(tag.group(0))]
 
 
-def with_policy(html: str, where: str = "the page") -> str:
+def with_policy(html: str, where: str = "the page", serving: bool = False) -> str:
     """The page with its Content-Security-Policy ``<meta>`` first in ``<head>``.
 
     It goes right after ``<meta charset>`` when that opens the head, else right after
-    ``<head>``. Raises ValueError, naming ``where``, for a page without ``<head>``, one that
-    already has a policy, or one with an inline event handler the policy would block.
+    ``<head>``; ``serving`` as for :func:`policy`. Raises ValueError, naming ``where``, for
+    a page without ``<head>``, one that already has a policy, or one with an inline event
+    handler the policy would block.
 
     >>> page = '<html><head><meta charset="utf-8"><title>t</title></head>'
     >>> page += '<body><script>go()</script></body></html>'
@@ -183,16 +196,26 @@ def with_policy(html: str, where: str = "the page") -> str:
     charset = _CHARSET.match(html, at)
     if charset:
         at = charset.end()
-    text = policy(script_hashes(html))
+    text = policy(script_hashes(html), serving)
     meta = f'<meta http-equiv="Content-Security-Policy" content="{text}">'
     return html[:at] + meta + html[at:]
+
+
+#: Set by ``on_startup``: True under ``mkdocs serve`` (see the module docstring).
+_SERVING = {"on": False}
+
+
+def on_startup(command: str, dirty: bool) -> None:
+    """Note whether this is ``mkdocs serve``, whose live-reload script is inline."""
+    _SERVING["on"] = command == "serve"
 
 
 @event_priority(-100)  # last: after every hook and plugin that edits the page's HTML
 def on_post_page(output: str, page: Any, config: Any) -> str:
     """Put the policy, with this page's script hashes, at the top of its ``<head>``."""
     try:
-        return with_policy(output, f"{page.file.src_uri} ({page.url or 'home'})")
+        where = f"{page.file.src_uri} ({page.url or 'home'})"
+        return with_policy(output, where, _SERVING["on"])
     except ValueError as error:
         raise PluginError(str(error)) from None
 
@@ -203,6 +226,6 @@ def on_post_template(output: str, template_name: str, config: Any) -> str:
     if not template_name.endswith(".html"):
         return output
     try:
-        return with_policy(output, template_name)
+        return with_policy(output, template_name, _SERVING["on"])
     except ValueError as error:
         raise PluginError(str(error)) from None
