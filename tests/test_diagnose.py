@@ -132,6 +132,8 @@ def test_the_library_reads_no_files_under_docs():
         (GIB, 16 * GIB, 2 * GIB, None, None, None, "outside_allocator"),
         (GIB, 16 * GIB, 2 * GIB, 10 * MIB, None, None, "outside_allocator"),
         (GIB, 16 * GIB, 10 * MIB, 10 * MIB, None, None, "exhaustion"),
+        (GIB, 16 * GIB, 600 * MIB, 600 * MIB, None, None, "fragmentation"),
+        (GIB, 16 * GIB, 600 * MIB, 400 * MIB, None, None, "exhaustion"),
         (GIB, 16 * GIB, 12 * GIB, 0, 4 * GIB, 4 * GIB, "exhaustion"),
         (GIB, 16 * GIB, 12 * GIB, 0, 4 * GIB, 2 * GIB, "outside_allocator"),
         (4 * GIB, 16 * GIB, 12 * GIB, 0, 4 * GIB, 0, "too_large_for_device"),
@@ -299,6 +301,30 @@ def test_one_rank_out_of_memory_is_the_cause_not_the_others_timeouts():
     d = diagnosed("nccl_timeout_after_oom")
     assert d.kind == "cuda_oom"
     assert any("NCCL" in note and "Fix this error first" in note for note in d.notes)
+
+
+def test_free_and_cache_together_holding_the_request_is_fragmentation():
+    # 1.12 GiB free + 1.21 GiB cached = 2.33 GiB >= the 1.53 GiB asked for: the 75.80 GiB
+    # live plus the request fit in what the process could have, only not in one piece.
+    d = diagnosed("nccl_timeout_after_oom")
+    assert d.verdict == "fragmentation"
+    assert "together they hold 2.33 GiB" in d.summary
+    assert d.free_bytes < d.requested_bytes and d.reserved_unallocated_bytes < d.requested_bytes
+
+
+def test_free_memory_other_processes_hold_most_of_the_card_around_is_not_added():
+    # 9.38 MiB free + 34.62 MiB cached would hold 42 MiB, but 44 GiB of the card's 47 GiB
+    # belong to other processes: the free memory is theirs to take too.
+    d = diagnosed("cuda_2x_shared_gpu")
+    assert d.verdict == "exhaustion"
+    assert d.free_bytes + d.reserved_unallocated_bytes >= d.requested_bytes
+    found, _ = dg.oom_verdict(
+        requested_bytes=d.requested_bytes,
+        total_bytes=d.total_bytes,
+        free_bytes=d.free_bytes,
+        reserved_unallocated_bytes=d.reserved_unallocated_bytes,
+    )
+    assert found == "fragmentation"  # without the other processes' share, it would be
 
 
 @pytest.mark.parametrize(

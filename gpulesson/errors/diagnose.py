@@ -350,6 +350,7 @@ def oom_verdict(
     reserved_unallocated_bytes: int | None = None,
     limit_bytes: int | None = None,
     segment_bytes: int | None = None,
+    held_elsewhere_bytes: int | None = None,
 ) -> tuple[str, str]:
     """Judge an out-of-memory failure from its numbers; return (verdict, reason).
 
@@ -367,7 +368,12 @@ def oom_verdict(
        not given), the cache cannot cover it, and the allocation failed anyway:
        the cause is outside PyTorch's allocator (a per-process cap, another
        process taking memory, memory the driver keeps back).
-    4. ``exhaustion``: neither could hold it; the working set is too large.
+    4. ``fragmentation`` again: neither alone holds the request (the segment, for the free
+       memory) but the free memory and the cache together do, so the live tensors plus the request fit in what this
+       process could have; only the pieces are too small. Not when other processes hold
+       more than half of the card (``held_elsewhere_bytes``, from the message): then the
+       free memory is theirs to take too, and the reading stays exhaustion.
+    5. ``exhaustion``: neither could hold it; the working set is too large.
 
     >>> from gpulesson.units import GIB, MIB
     >>> oom_verdict(requested_bytes=8 * GIB, total_bytes=4 * GIB, free_bytes=GIB)[0]
@@ -380,6 +386,12 @@ def oom_verdict(
     'outside_allocator'
     >>> oom_verdict(requested_bytes=GIB, total_bytes=16 * GIB, free_bytes=100 * MIB,
     ...     reserved_unallocated_bytes=50 * MIB)[0]
+    'exhaustion'
+    >>> oom_verdict(requested_bytes=GIB, total_bytes=16 * GIB, free_bytes=600 * MIB,
+    ...     reserved_unallocated_bytes=600 * MIB)[0]
+    'fragmentation'
+    >>> oom_verdict(requested_bytes=GIB, total_bytes=16 * GIB, free_bytes=600 * MIB,
+    ...     reserved_unallocated_bytes=600 * MIB, held_elsewhere_bytes=12 * GIB)[0]
     'exhaustion'
     """
     requested, limit = requested_bytes, limit_bytes
@@ -428,6 +440,20 @@ def oom_verdict(
             f"failed{cached}: something outside PyTorch's allocator holds or caps the "
             "memory (a per-process cap, another process, the driver)",
         )
+    contested = (
+        held_elsewhere_bytes is not None
+        and total_bytes is not None
+        and held_elsewhere_bytes > OUTSIDE_SHARE_NOTE * total_bytes
+    )
+    if cache is not None and available is not None and not contested:
+        if cache + available >= needed:
+            return (
+                "fragmentation",
+                f"neither the {format_bytes(available)} {room} nor the allocator's "
+                f"{format_bytes(cache)} cache holds {format_bytes(needed)} alone, but "
+                f"together they hold {format_bytes(cache + available)}: the live tensors and "
+                "the request fit in what this process could have, only not in one piece",
+            )
     held = []
     if available is not None:
         held.append(f"the {format_bytes(available)} {room}")
@@ -513,19 +539,24 @@ def _nccl_detail(kind: str, nccl: NcclNumbers) -> str | None:
     return " ".join(parts) or None
 
 
+def _held_elsewhere(numbers: OomNumbers) -> int | None:
+    """Bytes of the card neither free nor this process's: other processes, other jobs."""
+    if numbers.total is None or numbers.free is None:
+        return None
+    own = numbers.process if numbers.process is not None else numbers.reserved
+    return None if own is None else max(numbers.total - numbers.free - own, 0)
+
+
 def _oom_notes(kind: str, numbers: OomNumbers, haystack: Haystack) -> tuple[list[str], int | None]:
     notes: list[str] = []
-    outside = None
-    if numbers.total is not None and numbers.free is not None:
-        own = numbers.process if numbers.process is not None else numbers.reserved
-        if own is not None:
-            outside = max(numbers.total - numbers.free - own, 0)
-            if outside > OUTSIDE_SHARE_NOTE * numbers.total:
-                notes.append(
-                    f"{format_bytes(outside)} of the card's {format_bytes(numbers.total)} "
-                    "is held outside this process (other processes or jobs on the same "
-                    "GPU): check `nvidia-smi` before shrinking your own run."
-                )
+    outside = _held_elsewhere(numbers)
+    if numbers.total is not None and outside is not None:
+        if outside > OUTSIDE_SHARE_NOTE * numbers.total:
+            notes.append(
+                f"{format_bytes(outside)} of the card's {format_bytes(numbers.total)} "
+                "is held outside this process (other processes or jobs on the same "
+                "GPU): check `nvidia-smi` before shrinking your own run."
+            )
     if kind == "mps_oom" and numbers.other_allocations and numbers.limit:
         if numbers.other_allocations > OUTSIDE_SHARE_NOTE * numbers.limit:
             notes.append(
@@ -597,6 +628,7 @@ def diagnose(error: str | BaseException) -> Diagnosis:
             reserved_unallocated_bytes=numbers.reserved_unallocated,
             limit_bytes=numbers.limit,
             segment_bytes=segment,
+            held_elsewhere_bytes=_held_elsewhere(numbers),
         )
         summary = f"Verdict {verdict}: {reason}."
         if kind == "cpu_oom" and numbers.requested is not None:

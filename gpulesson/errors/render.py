@@ -22,7 +22,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gpulesson.errors.diagnose import Diagnosis
-from gpulesson.errors.fix_ladder import CheckpointingLeftover, LadderRow, Rung, Step
+from gpulesson.errors.fix_ladder import FIX_LADDER, CheckpointingLeftover, LadderRow, Rung, Step
 from gpulesson.errors.numbers import format_bytes
 from gpulesson.units import GB
 
@@ -99,8 +99,45 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(diagnosis: Diagnosis) -> str:
-    """A Markdown report: numbers table, verdict admonition, numbered steps."""
+def _steps_lines(steps: tuple[Step, ...], ladder_href: str | None) -> list[str]:
+    """The numbered steps; with ``ladder_href``, the fix ladder's rungs as one linked step.
+
+    >>> from gpulesson.errors.fix_ladder import oom_steps
+    >>> lines = _steps_lines(oom_steps("cuda_oom", "exhaustion"), "fix-ladder.md")
+    >>> len(lines), lines[-1].startswith("1. **Climb the [fix ladder](fix-ladder.md)**")
+    (1, True)
+    """
+    rungs = {rung.name: i for i, rung in enumerate(FIX_LADDER, 1)}
+    lines: list[str] = []
+    ladder: list[Step] = []
+
+    def flush() -> None:
+        if ladder:
+            first, last = rungs[ladder[0].action], rungs[ladder[-1].action]
+            lines.append(
+                f"{len(lines) + 1}. **Climb the [fix ladder]({ladder_href})**: rungs {first} "
+                f'to {last} in order, from "{ladder[0].action}" to "{ladder[-1].action}", '
+                "each priced there."
+            )
+            ladder.clear()
+
+    for step in steps:
+        if ladder_href is not None and step.action in rungs:
+            ladder.append(step)
+            continue
+        flush()
+        tag = " *(free)*" if step.free else ""
+        lines.append(f"{len(lines) + 1}. **{step.action}**{tag}: {step.detail}")
+    flush()
+    return lines
+
+
+def to_markdown(diagnosis: Diagnosis, ladder_href: str | None = None) -> str:
+    """A Markdown report: numbers table, verdict admonition, numbered steps.
+
+    ``ladder_href`` links the fix ladder's rungs to the lesson that prices them, as one
+    step, instead of listing them all (a page with several verdicts then repeats one line).
+    """
     lines = [f"**Kind:** `{diagnosis.kind}`: {diagnosis.title}."]
     if diagnosis.wording:
         lines[0] += f" Wording: {diagnosis.wording}."
@@ -116,14 +153,14 @@ def to_markdown(diagnosis: Diagnosis) -> str:
     for note in diagnosis.notes:
         lines += ["", f"    {note}"]
     lines += ["", "What to do, in order:", ""]
-    for i, step in enumerate(diagnosis.steps, 1):
-        tag = " *(free)*" if step.free else ""
-        lines.append(f"{i}. **{step.action}**{tag}: {step.detail}")
+    lines += _steps_lines(diagnosis.steps, ladder_href)
     return "\n".join(lines)
 
 
-def example_markdown(name: str, message: str, diagnosis: Diagnosis) -> str:
-    """An example message as a labelled text block, then its diagnosis.
+def example_markdown(
+    name: str, message: str, diagnosis: Diagnosis, ladder_href: str | None = None
+) -> str:
+    """An example message as a labelled text block, then its diagnosis (:func:`to_markdown`).
 
     >>> from gpulesson.errors.diagnose import diagnose
     >>> text = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -133,7 +170,7 @@ def example_markdown(name: str, message: str, diagnosis: Diagnosis) -> str:
     block = "\n".join("    " + line for line in message.splitlines())
     return (
         f'???+ example "Example message ({name}): constructed for this lesson"\n'
-        f"    ```text\n{block}\n    ```\n\n" + to_markdown(diagnosis)
+        f"    ```text\n{block}\n    ```\n\n" + to_markdown(diagnosis, ladder_href)
     )
 
 
