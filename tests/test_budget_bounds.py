@@ -194,6 +194,15 @@ def test_the_api_refuses_the_same_mfu_and_price():
     assert math.isfinite(plan.hours) and plan.hours > 1e6
 
 
+def test_the_api_refuses_a_gpu_count_or_attention_shape_past_the_limits():
+    flops = compute.training_flops(7e9, 1.4e11)
+    with pytest.raises(ValueError, match=r"^gpus=100000000000\.\.\.\(401 digits\) is too large"):
+        compute.plan_training(flops, gpu="a100-80gb", gpus=10**400, mfu=0.4)  # was OverflowError
+    deep = compute.AttentionShape(layers=shape.MAX_LAYERS + 1, seq=1024, hidden=768)
+    with pytest.raises(ValueError, match=r"^layers=10001 is too large: at most 10,000"):
+        compute.attention_flops(deep, tokens=1.4e11)
+
+
 # --- LoRA rank -------------------------------------------------------------------------------
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpulesson.memory.shape import check_count
 from gpulesson.results.datasheets import Datasheet, example_rates, get
 
 FORWARD_FLOPS_PER_PARAM_TOKEN = 2  # one multiply and one add per weight per token
@@ -185,6 +186,7 @@ def attention_flops(shape: AttentionShape, tokens: float) -> float:
         value = getattr(shape, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"attention {name}={value!r} must be a positive whole number")
+        check_count(name, value)  # the shape's own limits (layers at most MAX_LAYERS)
     per_token = ATTENTION_TRAIN_FLOPS_PER_LAYER_SEQ_HIDDEN * shape.layers * shape.seq
     return float(per_token * shape.hidden * tokens)
 
@@ -488,6 +490,7 @@ def plan_training(
     sheet = get(gpu)
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise ValueError(f"gpus={gpus!r} must be a positive whole number, e.g. 8")
+    check_count("gpus", gpus)  # at most 2^53, so GPUs x peak is a finite float
     share = check_mfu(mfu)
     dtype, peak = peak_for(sheet, compute_dtype)
     price_source: str | None

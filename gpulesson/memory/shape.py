@@ -41,7 +41,7 @@ class CountLimit:
 _FLOAT_LIMIT = CountLimit(
     maximum=MAX_COUNT,
     stated="2^53 (9.0e+15)",
-    why="above it a float no longer holds every whole number, so the bytes cannot be priced",
+    why="above it a float no longer holds every whole number, so the arithmetic stops being exact",
 )
 
 #: Each count's maximum, by its API name (a CLI option is the same name with dashes).
