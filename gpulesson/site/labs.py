@@ -338,21 +338,21 @@ COST_LIMITS: dict[str, CostLimit] = {
         minimum=0.0,
         maximum=MAX_PRICE_USD_PER_GPU_HOUR,
         stated=f"{MAX_PRICE_USD_PER_GPU_HOUR:,.0f}",
-        why="hundreds of times the example rates: a larger number is likelier a monthly or a "
-        "whole cluster's price than one card's hour (gpulesson budget refuses it too)",
+        why="it is hundreds of times the example rates; a larger number is likelier a monthly or "
+        "a whole cluster's price than one card's hour (gpulesson budget refuses it too)",
     ),
     "hours": CostLimit(
         minimum=0.0,
         maximum=MAX_HOURS_PER_RUN,
         stated=f"{MAX_HOURS_PER_RUN:,.0f}",
-        why="that is more than a year of one run",
+        why="it is more than a year of one run",
         above=True,
     ),
     "runs": CostLimit(
         minimum=1,
         maximum=MAX_RUNS,
         stated=f"{MAX_RUNS:,}",
-        why="a sweep larger than that is priced run by run, not here",
+        why="a larger count is likelier a typo than a sweep",
         whole=True,
     ),
 }
@@ -387,7 +387,7 @@ def run_cost_usd(rate_usd_per_h: float, hours_per_run: float, runs: int) -> floa
     >>> run_cost_usd(1e308, 3, 10)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: rate_usd_per_h=1e+308 is too large: at most 1,000, because hundreds of times ...
+    ValueError: rate_usd_per_h=1e+308 is too large: at most 1,000, because it is hundreds of ...
     """
     rate = _check_cost_input("rate", "rate_usd_per_h", rate_usd_per_h)
     hours = _check_cost_input("hours", "hours_per_run", hours_per_run)
