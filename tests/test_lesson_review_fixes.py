@@ -116,3 +116,29 @@ def test_oom_reads_the_mixed_case_as_fragmentation_and_links_the_ladder_once_per
             assert out.count("[fix ladder](../fix-ladder/)") == 1, block_id
             assert "**Gradient accumulation**" not in out, block_id
     assert _claim(run, "even together, cannot").status == claims.HOLDS
+
+
+# --- roofline -----------------------------------------------------------------------------
+
+
+def test_roofline_states_the_bf16_speedup_as_twice_the_bandwidth_ratio_without_a_branch():
+    run = run_page("roofline")
+    made = _claim(run, "twice the bandwidth ratio")
+    assert made.status == claims.HOLDS
+    values = run.values()
+    assert values["roofline.bf16_speedup"] == pytest.approx(
+        2 * values["roofline.bf16_bandwidth_ratio"], rel=0.02
+    )
+    assert "within the 2x" not in _text("roofline")
+
+
+def test_a_compute_side_op_far_from_its_roof_is_not_labelled_compute_bound():
+    from types import SimpleNamespace
+
+    from gpulesson.timing.render import _regime
+
+    assert _regime(SimpleNamespace(regime="compute-bound", share_of_ceiling=0.9)) == (
+        "compute-bound"
+    )
+    low = _regime(SimpleNamespace(regime="compute-bound", share_of_ceiling=0.3))
+    assert "compute-bound" not in low and "30%" in low

@@ -34,6 +34,7 @@ from gpulesson.timing.results import (
     LinkBandwidth,
     MatmulResult,
     OpResult,
+    Placement,
     PrecisionTraffic,
     Roofline,
     Spread,
@@ -531,6 +532,25 @@ def cpu_peak_markdown(roof: CpuRoof) -> str:
     return "\n".join(lines)
 
 
+# An op right of the ridge is called compute-bound only once it reaches half its roof;
+# below that the table says the roof is above it and how much of it the op reached.
+HALF_OF_ROOF = 0.5
+
+
+def _regime(p: Placement) -> str:
+    """The regime, with the share: a compute-side op well short of the peak is not "bound".
+
+    >>> from types import SimpleNamespace as NS
+    >>> _regime(NS(regime="compute-bound", share_of_ceiling=0.3))
+    'compute roof above it, reached 30%'
+    >>> _regime(NS(regime="memory-bound", share_of_ceiling=0.72))
+    'memory-bound'
+    """
+    if p.regime == "compute-bound" and p.share_of_ceiling < HALF_OF_ROOF:
+        return f"compute roof above it, reached {p.share_of_ceiling:.0%}"
+    return p.regime
+
+
 def roofline_markdown(roof: Roofline) -> str:
     """Bandwidth, peak, ridge, and each operation's place under the roof."""
     gbps = roof.bandwidth_bytes_per_s / GB
@@ -551,7 +571,7 @@ def roofline_markdown(roof: Roofline) -> str:
         op = p.op
         lines.append(
             f"| {op.name} | {op.intensity_flop_per_byte:.3g} | {_gflops(op.flop_per_s)} | "
-            f"{_gflops(p.ceiling_flop_per_s)} | {p.share_of_ceiling:.0%} | {p.regime} |"
+            f"{_gflops(p.ceiling_flop_per_s)} | {p.share_of_ceiling:.0%} | {_regime(p)} |"
         )
     lines += _warnings([roof.bandwidth, *(op for op in roof.ops if op is not roof.bandwidth)])
     return "\n".join(lines)
