@@ -78,8 +78,9 @@ def figure(
     ``description`` is the SVG's ``aria-label`` (the text alternative: state the key
     numbers); the caption, shown to everyone, is ``caption`` or else the description.
 
-    >>> figure("", width=10, height=5, title="t", description='d "q"')[:60]
-    '<figure class="gl-figure"><svg xmlns="http://www.w3.org/2000/'
+    >>> 'aria-label="d &quot;q&quot;"' in figure("", width=10, height=5, title="t",
+    ...                                        description='d "q"')
+    True
     """
     if not description.strip():
         raise ValueError("a figure needs a text alternative: pass a description with its numbers")
@@ -93,16 +94,32 @@ def figure(
     )
 
 
-def legend(names: Sequence[str], y: float, *, x0: float = LEFT_PX, classes: Sequence[str] = ()) -> str:
-    """A row of colour swatches with their names, from ``x0`` at height ``y``."""
+def legend(names: Sequence[str], y: float, *, x0: float = 8) -> tuple[str, float]:
+    """Colour swatches with their names from ``x0`` at height ``y``, wrapping at the width;
+    and the height of the last row.
+
+    >>> legend(["a", "b"], 40)[1], legend(["x" * 60, "y" * 60], 40)[1]
+    (40, 58)
+    """
     parts = []
     x = x0
     for i, name in enumerate(names):
-        cls = classes[i] if classes else kind_class(i)
-        parts.append(rect(x, y - 10, 12, 12, cls))
+        room = 28 + 6.6 * len(name)
+        if x > x0 and x + room > WIDTH_PX:
+            x, y = x0, y + 18
+        parts.append(rect(x, y - 10, 12, 12, kind_class(i)))
         parts.append(text(x + 16, y, name))
-        x += 28 + 7 * len(name)
-    return "".join(parts)
+        x += room
+    return "".join(parts), y
+
+
+def label_margin(labels: Sequence[str]) -> float:
+    """Room left of the plot for the longest label (about 6.6 px a character at 12 px).
+
+    >>> label_margin(["a"]), label_margin(["x" * 30])
+    (80.0, 212.0)
+    """
+    return float(min(max(14 + 6.6 * max(len(t) for t in labels), 80), 320))
 
 
 def nice_step(high: float, ticks: int = 5) -> float:
@@ -139,10 +156,12 @@ def _axis(x0: float, x1: float, y: float, top: float, label: str, fmt: str) -> t
 
 @dataclass(frozen=True)
 class Bar:
-    """One horizontal bar: a label and its (term, value) segments, left to right."""
+    """One horizontal bar: a label, its (term, value) segments left to right, and the text
+    at its end (``end_text``; by default the segments' sum)."""
 
     label: str
     segments: tuple[tuple[str, float], ...]
+    end_text: str = ""
 
 
 def stacked_bars(
@@ -177,10 +196,10 @@ def stacked_bars(
                 terms.append(term)
     totals = [sum(v for _, v in bar.segments) for bar in bars]
     top = max([*totals, marker[1] if marker else 0.0]) or 1.0
-    x0, x1 = LEFT_PX, WIDTH_PX - 70
-    legend_y = 40
+    x0, x1 = label_margin([bar.label for bar in bars]), WIDTH_PX - 70
+    keys, legend_y = legend(terms, 40)
     y0 = legend_y + 18
-    parts = [legend(terms, legend_y, x0=8)]
+    parts = [keys]
     axis_y = y0 + ROW_PX * len(bars) + 4
     axis, high = _axis(x0, x1, axis_y, top, unit, axis_format)
     scale = (x1 - x0) / high
@@ -192,7 +211,7 @@ def stacked_bars(
             title_ = f"{bar.label}: {term} {format(value, value_format)} {unit}"
             parts.append(rect(x, y + 3, value * scale, ROW_PX - 8, kind_class(terms.index(term)), title_))
             x += value * scale
-        parts.append(text(x + 4, y + 15, format(total, value_format)))
+        parts.append(text(x + 4, y + 15, bar.end_text or format(total, value_format)))
     if marker:
         mx = x0 + marker[1] * scale
         parts.append(
@@ -241,7 +260,9 @@ def stacked_area(
     totals = [sum(layers[n][i] for n in names) for i in range(count)]
     peak_index = max(range(count), key=lambda i: totals[i])
     x0, x1 = 70.0, WIDTH_PX - 20.0
-    y_top, y_bottom = 64.0, 330.0
+    keys, legend_y = legend(names, 44)
+    y_top = legend_y + 20.0
+    y_bottom = y_top + 266.0
     step = nice_step(totals[peak_index] or 1.0)
     high = step * math.ceil((totals[peak_index] or 1.0) / step - 1e-9)
 
@@ -251,7 +272,7 @@ def stacked_area(
     def py(v: float) -> float:
         return y_bottom - (y_bottom - y_top) * v / high
 
-    parts = [legend(names, 44, x0=8)]
+    parts = [keys]
     for k, (name, first, last) in enumerate(phases):
         cls = "gl-band" if k % 2 == 0 else "gl-band gl-band-alt"
         parts.append(rect(px(first), y_top, px(last) - px(first), y_bottom - y_top, cls))
@@ -329,9 +350,10 @@ def timeline(
     start = min(s.start for s in spans)
     stop = end if end is not None else max(s.end for s in spans)
     width = stop - start or 1.0
-    x0, x1 = LEFT_PX, WIDTH_PX - 20
-    y0 = 58
-    parts = [legend(list(kinds), 40, x0=8)]
+    x0, x1 = label_margin(lanes), WIDTH_PX - 20
+    keys, legend_y = legend(list(kinds), 40)
+    y0 = legend_y + 18
+    parts = [keys]
     for row, lane in enumerate(lanes):
         y = y0 + row * lane_px
         parts.append(text(x0 - 6, y + lane_px / 2 + 4, lane, anchor="end"))
