@@ -27,7 +27,9 @@ def _result(n: int, seconds: float, threads: int = 2) -> MatmulResult:
 
 
 def test_the_sources_example_still_gives_its_own_ratios():
-    t = teaching.TeachingTiming(launch_s=teaching.SOURCE_LAUNCH_S)
+    t = teaching.TeachingTiming(
+        kernel_s=teaching.SOURCE_KERNEL_S, launch_s=teaching.SOURCE_LAUNCH_S
+    )
     assert t.gpu_honest_s == pytest.approx(0.205)
     assert t.naive_speedup == pytest.approx(1000)
     assert t.honest_speedup == pytest.approx(5.0 / 0.205)
@@ -49,11 +51,13 @@ def test_launch_correction_puts_the_source_beside_the_cited_range():
     assert sorted(t.launch_s for t in c.corrected) == list(teaching.EAGER_LAUNCH_S_RANGE)
     # naive speedup = CPU time / launch; illusion = (kernel + launch) / launch
     assert c.naive_speedup_range == pytest.approx((5.0 / 10e-6, 5.0 / 5e-6))
-    assert c.illusion_range == pytest.approx((0.20001 / 10e-6, 0.200005 / 5e-6))
+    kernel = 2 * 5000**3 / 8.1e12  # a T4's datasheet fp32 peak, "Single-Precision 8.1 TFLOPS"
+    assert c.illusion_range == pytest.approx(((kernel + 10e-6) / 10e-6, (kernel + 5e-6) / 5e-6))
     page = bench_render.launch_correction_markdown(c)
     assert "Teaching estimate" in page and "launch 10 µs" in page and "launch 5 µs" in page
+    assert "a T4's datasheet fp32 peak" in page
     assert "| speedup, naive | 5 s / naive | 1,000x | 500,000x | 1,000,000x |" in page
-    assert "says 5 x 10^5 to 1 x 10^6" in page and "2 x 10^4 to 4 x 10^4 times" in page
+    assert "says 5 x 10^5 to 1 x 10^6" in page and "3.09 x 10^3 to 6.17 x 10^3 times" in page
 
 
 def test_launch_markdown_labels_a_cpu_figure_as_not_a_launch():

@@ -142,3 +142,26 @@ def test_a_compute_side_op_far_from_its_roof_is_not_labelled_compute_bound():
     )
     low = _regime(SimpleNamespace(regime="compute-bound", share_of_ceiling=0.3))
     assert "compute-bound" not in low and "30%" in low
+
+
+# --- timing and why-gpus: the teaching example ---------------------------------------------
+
+
+def test_the_teaching_kernel_runs_at_a_cited_t4_peak_not_below_it():
+    from gpulesson.results import datasheets
+    from gpulesson.timing import teaching
+
+    t4 = datasheets.get("t4").dense_flop_per_s("fp32")
+    example = teaching.TeachingTiming()
+    assert example.gpu_flop_per_s == pytest.approx(t4)
+    assert 2 * 5000**3 / teaching.SOURCE_KERNEL_S < t4  # the source's figure: too slow
+    correction = teaching.launch_correction()
+    assert all(t.kernel_s == pytest.approx(2 * 5000**3 / t4) for t in correction.corrected)
+
+
+def test_the_timing_page_claims_hold_with_the_corrected_kernel():
+    run = run_page("timing")
+    made = _claim(run, "three orders of magnitude or more")
+    assert made.status == claims.HOLDS
+    assert "kernel_s=0.20" not in _text("timing")
+    assert "T4's datasheet fp32 peak" in run.printed["timing-teaching"]

@@ -46,6 +46,7 @@ from gpulesson.timing.teaching import (
     SOURCE_ON_DEVICE_TB_PER_S,
     SOURCE_PCIE_GB_PER_S,
     LaunchCorrection,
+    peak_kernel_s,
 )
 from gpulesson.units import GB, MIB
 
@@ -366,13 +367,16 @@ def launch_correction_markdown(c: LaunchCorrection) -> str:
     def row(label: str, arithmetic: str, cells: list[str]) -> str:
         return f"| {label} | {arithmetic} | " + " | ".join(cells) + " |"
 
+    at_peak = ", a T4's datasheet fp32 peak" if t.kernel_s == peak_kernel_s(t.n) else ""
     low, high = c.naive_speedup_range
     ill_low, ill_high = c.illusion_range
     honest = sorted({f"{x.honest_speedup:.3g}x" for x in c.corrected})
     return "\n".join(
         [
             f"Teaching estimate (not a measurement), one {t.n} x {t.n} fp32 matmul: "
-            f"CPU {t.cpu_s:g} s, GPU kernel {t.kernel_s:g} s. The source adds a "
+            f"CPU {t.cpu_s:g} s, GPU kernel {_time(t.kernel_s)} "
+            f"(2n^3 = {t.flops:.3g} FLOPs at {t.gpu_flop_per_s / 1e12:g} TFLOP/s"
+            f"{at_peak}). The source adds a "
             f"{_time(SOURCE_LAUNCH_S)} launch; a launch from PyTorch eager costs about "
             f"{_time_range(*EAGER_LAUNCH_S_RANGE)} (cited).",
             "",
