@@ -1,0 +1,252 @@
+"""Read bandwidth against working-set size: the memory hierarchy as a measurement.
+
+:func:`measure_sweep` reads a working set of a few KiB to well past the last cache many
+times over in **one call**: ``x.expand(R, n).sum()`` views the same ``n`` floats ``R``
+times (a stride-0 dimension, no copy), so the reduction streams ``R x`` the working set
+from whichever memory level holds it. One call per sample matters: a loop of small copies
+measures the ~µs per-call overhead of each call, not the cache. Each sample reads about
+``bytes_per_sample`` bytes; each size's figure is the median over interleaved rounds
+(each round times every size once, so a machine that gets busier slows every size alike),
+in one thread, so the caches are one core's. While the working set fits a cache, the read
+runs at that cache's speed; past it, it drops to the next level's. :func:`find_steps`
+finds those drops.
+
+>>> points = tuple(SweepPoint(working_set_bytes=2**k, bytes_per_s=bw)
+...                for k, bw in zip(range(14, 22), (9, 9, 9, 4, 4, 4, 4, 4)))
+>>> [s.after_bytes for s in find_steps(points)]
+[131072]
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+# A step is a drop in bandwidth by at least this factor between one size and the size two
+# points (a factor of two in working set, at half-doublings) later. The median of seven
+# rounds on a shared 2-core machine moves by well under 1.25x from one size to the next
+# inside one cache level, so a 1.25x drop over a doubling is the hierarchy, not noise.
+STEP_RATIO = 1.25
+CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepPoint:
+    """One working-set size and its median read bandwidth (bytes read per second)."""
+
+    working_set_bytes: int
+    bytes_per_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """A bandwidth drop: from the last size before it to the first size after it."""
+
+    before_bytes: int
+    after_bytes: int
+    before_bytes_per_s: float
+    after_bytes_per_s: float
+
+    @property
+    def ratio(self) -> float:
+        """Bandwidth before over bandwidth after."""
+        return self.before_bytes_per_s / self.after_bytes_per_s
+
+    @property
+    def at_bytes(self) -> float:
+        """Where the step sits: the geometric middle of its two sizes."""
+        return (self.before_bytes * self.after_bytes) ** 0.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sweep:
+    """A working-set sweep on one device."""
+
+    device: str
+    points: tuple[SweepPoint, ...]
+    rounds: int
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The bandwidth steps of this sweep (:func:`find_steps`)."""
+        return find_steps(self.points)
+
+
+def sweep_sizes(smallest_bytes: int, largest_bytes: int) -> tuple[int, ...]:
+    """Working-set sizes at half-doublings (x sqrt 2), multiples of 1 KiB.
+
+    >>> sweep_sizes(4096, 16384)
+    (4096, 5120, 8192, 11264, 16384)
+    """
+    sizes, k = [], 0
+    while (size := int(smallest_bytes * 2 ** (k / 2)) // 1024 * 1024) <= largest_bytes:
+        sizes.append(size)
+        k += 1
+    return tuple(sizes)
+
+
+def smoothed(points: Sequence[SweepPoint]) -> list[SweepPoint]:
+    """Each bandwidth replaced by the median of itself and its two neighbours.
+
+    One size that a busy neighbour slowed in most rounds is a dip, not a cache level:
+
+    >>> [p.bytes_per_s for p in smoothed([SweepPoint(working_set_bytes=i, bytes_per_s=b)
+    ...                                   for i, b in enumerate((9, 9, 1, 9, 9))])]
+    [9, 9, 9, 9, 9]
+    """
+    out = []
+    for i, p in enumerate(points):
+        near = [q.bytes_per_s for q in points[max(0, i - 1) : i + 2]]
+        value = statistics.median(near) if len(near) == 3 else p.bytes_per_s
+        out.append(SweepPoint(working_set_bytes=p.working_set_bytes, bytes_per_s=value))
+    return out
+
+
+def find_steps(points: Sequence[SweepPoint], ratio: float = STEP_RATIO) -> tuple[Step, ...]:
+    """Drops of at least ``ratio`` in bandwidth over two consecutive size steps.
+
+    The sweep is :func:`smoothed` first. A run of neighbouring drops is one step, from
+    the fastest size before it to the slowest after it.
+    A flat sweep, or one that only rises, has none:
+
+    >>> flat = [SweepPoint(working_set_bytes=2**k, bytes_per_s=5.0) for k in range(10, 20)]
+    >>> find_steps(flat)
+    ()
+    """
+    if ratio <= 1:
+        raise ValueError(f"ratio={ratio!r}: a step is a drop, so give a ratio above 1")
+    pts = smoothed(sorted(points, key=lambda p: p.working_set_bytes))
+    marked = [
+        i for i in range(len(pts) - 2) if pts[i].bytes_per_s >= ratio * pts[i + 2].bytes_per_s
+    ]
+    steps: list[Step] = []
+    run: list[int] = []
+    for i in marked + [None]:  # type: ignore[list-item]
+        if i is not None and (not run or i <= run[-1] + 1):
+            run.append(i)
+            continue
+        if run:
+            lo, hi = run[0], run[-1] + 2
+            first = max(range(lo, run[-1] + 1), key=lambda j: pts[j].bytes_per_s)
+            last = min(range(run[0] + 2, hi + 1), key=lambda j: pts[j].bytes_per_s)
+            steps.append(
+                Step(
+                    before_bytes=pts[first].working_set_bytes,
+                    after_bytes=pts[last].working_set_bytes,
+                    before_bytes_per_s=pts[first].bytes_per_s,
+                    after_bytes_per_s=pts[last].bytes_per_s,
+                )
+            )
+        run = [i] if i is not None else []
+    return tuple(steps)
+
+
+def _read_seconds(view: torch.Tensor, device: str) -> float:
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    view.sum()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    elif device == "mps":
+        torch.mps.synchronize()
+    return time.perf_counter() - start
+
+
+def default_sizes(device: str) -> tuple[int, ...]:
+    """8 KiB to 128 MiB on a CPU, to 1 GiB on a GPU (past a GPU's L2 of tens of MiB)."""
+    return sweep_sizes(8 * 1024, 128 * 2**20 if device == "cpu" else 2**30)
+
+
+def measure_sweep(
+    device: str = "cpu",
+    sizes: Sequence[int] | None = None,
+    rounds: int = 7,
+    bytes_per_sample: int | None = None,
+) -> Sweep:
+    """Median read bandwidth per working-set size, interleaved over ``rounds``, one thread.
+
+    ``bytes_per_sample`` defaults to 64 MiB on a CPU and 4 GiB on a GPU, so one sample
+    outlasts a kernel launch many times over.
+
+    >>> s = measure_sweep("cpu", sizes=(8192, 65536), rounds=2, bytes_per_sample=2**20)
+    >>> [p.working_set_bytes for p in s.points], all(p.bytes_per_s > 0 for p in s.points)
+    ([8192, 65536], True)
+    """
+    sizes = tuple(sizes or default_sizes(device))
+    if rounds < 1:
+        raise ValueError(f"rounds={rounds!r}: give at least 1 round")
+    per_sample = bytes_per_sample or (64 * 2**20 if device == "cpu" else 4 * 2**30)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        views = []
+        for size in sizes:
+            n = max(1, size // 4)  # fp32
+            views.append(torch.ones(n, device=device).expand(max(1, per_sample // size), n))
+        samples: list[list[float]] = [[] for _ in sizes]
+        for _ in range(rounds):
+            for i, view in enumerate(views):
+                samples[i].append(_read_seconds(view, device))
+    finally:
+        torch.set_num_threads(threads)
+    points = tuple(
+        SweepPoint(
+            working_set_bytes=size,
+            bytes_per_s=views[i].numel() * 4 / statistics.median(samples[i]),
+        )
+        for i, size in enumerate(sizes)
+    )
+    return Sweep(device=device, points=points, rounds=rounds)
+
+
+def parse_size(text: str) -> int:
+    """A sysfs cache size ("1024K", "32M") in bytes.
+
+    >>> parse_size("1024K"), parse_size("32M")
+    (1048576, 33554432)
+    """
+    text = text.strip()
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+    if text and text[-1] in units and text[:-1].isdigit():
+        return int(text[:-1]) * units[text[-1]]
+    if text.isdigit():
+        return int(text)
+    raise ValueError(f"cache size {text!r}: expected digits with K, M or G, as sysfs writes it")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheLevel:
+    """One CPU cache level as the kernel reports it."""
+
+    level: int
+    kind: str
+    size_bytes: int
+
+
+def cpu_caches(root: Path = CACHE_DIR) -> tuple[CacheLevel, ...]:
+    """The data and unified caches of cpu0 (``/sys/devices/system/cpu/cpu0/cache``).
+
+    Empty where the kernel does not report them (not Linux).
+    """
+    levels = []
+    for index in sorted(root.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            if kind == "Instruction":
+                continue
+            levels.append(
+                CacheLevel(
+                    level=int((index / "level").read_text()),
+                    kind=kind,
+                    size_bytes=parse_size((index / "size").read_text()),
+                )
+            )
+        except OSError:
+            continue
+    return tuple(levels)
