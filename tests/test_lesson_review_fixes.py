@@ -165,3 +165,19 @@ def test_the_timing_page_claims_hold_with_the_corrected_kernel():
     assert made.status == claims.HOLDS
     assert "kernel_s=0.20" not in _text("timing")
     assert "T4's datasheet fp32 peak" in run.printed["timing-teaching"]
+
+
+# --- software-stack and capacity ----------------------------------------------------------
+
+
+def test_software_stack_says_minor_version_compatibility_excludes_ptx_jit():
+    text = _text("software-stack")
+    assert "One thing it does\nnot cover is PTX JIT compilation" in text
+    assert "minor-version-compatibility.html" in text
+
+
+def test_capacity_shows_that_autograd_gives_fp16_weights_fp16_gradients():
+    run = run_page("capacity")
+    made = _claim(run, "do not come out of stock PyTorch")
+    assert made.status == claims.HOLDS
+    assert run.values()["capacity.fp16_grad_bytes"] == 2
