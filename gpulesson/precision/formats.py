@@ -413,3 +413,110 @@ def summarize_casts(probes: Sequence[CastProbe]) -> dict[str, CastSummary]:
         )
         for name in formats
     }
+
+
+# Below 16 bits: the formats of current tensor cores (fp8 on Hopper and Ada, MX and FP4 on
+# Blackwell). Their bit layouts and largest values are from the sources each row names.
+OCP_FP8 = "https://www.opencompute.org/documents/ocp-8-bit-floating-point-specification-ofp8-revision-1-0-2023-12-01-pdf-1"
+OCP_MX = "https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf"
+FP8_PAPER = "https://arxiv.org/abs/2209.05433"
+NVFP4_BLOG = "https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/"
+BLACKWELL = "https://www.nvidia.com/en-us/data-center/technologies/blackwell-architecture/"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LowPrecisionFormat:
+    """One sub-16-bit format: its element layout, its scaling, and where it runs fast.
+
+    ``torch_dtype`` names the torch dtype that stores it (None when torch has none);
+    ``full_rate_dtype`` is the datasheet key (``gpulesson/results/datasheets.json``) whose
+    tensor-core peak runs it, or None where the datasheets give no figure.
+    """
+
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    max_value: float
+    block_size: int | None
+    scale: str
+    torch_dtype: str | None
+    full_rate_dtype: str | None
+    full_rate_note: str
+    source: str
+
+
+LOW_PRECISION_FORMATS = (
+    LowPrecisionFormat(
+        name="fp8 E4M3",
+        exponent_bits=4,
+        mantissa_bits=3,
+        max_value=448.0,
+        block_size=None,
+        scale="one per tensor (fp32), chosen by the recipe",
+        torch_dtype="float8_e4m3fn",
+        full_rate_dtype="fp8",
+        full_rate_note="Hopper (H100, H200) and Ada tensor cores; the forward pass",
+        source=FP8_PAPER,
+    ),
+    LowPrecisionFormat(
+        name="fp8 E5M2",
+        exponent_bits=5,
+        mantissa_bits=2,
+        max_value=57344.0,
+        block_size=None,
+        scale="one per tensor (fp32), chosen by the recipe",
+        torch_dtype="float8_e5m2",
+        full_rate_dtype="fp8",
+        full_rate_note="same tensor cores as E4M3; gradients, which need the range",
+        source=FP8_PAPER,
+    ),
+    LowPrecisionFormat(
+        name="MXFP8 (E4M3 elements)",
+        exponent_bits=4,
+        mantissa_bits=3,
+        max_value=448.0,
+        block_size=32,
+        scale="one power of two (E8M0) per 32 values",
+        torch_dtype="float8_e4m3fn",
+        full_rate_dtype=None,
+        full_rate_note="Blackwell (B200) tensor cores scale MX blocks in hardware",
+        source=OCP_MX,
+    ),
+    LowPrecisionFormat(
+        name="MXFP4 (E2M1 elements)",
+        exponent_bits=2,
+        mantissa_bits=1,
+        max_value=6.0,
+        block_size=32,
+        scale="one power of two (E8M0) per 32 values",
+        torch_dtype="float4_e2m1fn_x2",
+        full_rate_dtype=None,
+        full_rate_note="Blackwell (B200) FP4 tensor cores",
+        source=OCP_MX,
+    ),
+    LowPrecisionFormat(
+        name="NVFP4 (E2M1 elements)",
+        exponent_bits=2,
+        mantissa_bits=1,
+        max_value=6.0,
+        block_size=16,
+        scale="one E4M3 value per 16, and one fp32 per tensor",
+        torch_dtype="float4_e2m1fn_x2",
+        full_rate_dtype=None,
+        full_rate_note="Blackwell (B200) FP4 tensor cores",
+        source=NVFP4_BLOG,
+    ),
+)
+
+
+def low_precision_max(fmt: LowPrecisionFormat) -> tuple[float, str]:
+    """A format's largest value from ``torch.finfo`` where this torch has its dtype
+    (fp8), else from its specification (E2M1 has no finfo), and which it was.
+
+    >>> low_precision_max(LOW_PRECISION_FORMATS[1])
+    (57344.0, 'torch.finfo')
+    """
+    name = fmt.torch_dtype or ""
+    if name.startswith("float8_") and hasattr(torch, name):  # torch 2.1 on
+        return float(torch.finfo(getattr(torch, name)).max), "torch.finfo"
+    return fmt.max_value, "specification"
