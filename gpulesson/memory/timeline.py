@@ -181,10 +181,10 @@ def live_from_snapshot(snapshot: Mapping[str, Any], baseline_bytes: int = 0) -> 
     ...     {"action": "free_requested", "size": 512}, {"action": "alloc", "size": 256},
     ...     {"action": "free_completed", "size": 512}]]}, baseline_bytes=100)
     (612, 612, 868, 356)
-    >>> live_from_snapshot({"segments": []})
+    >>> live_from_snapshot({"segments": []})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the snapshot has no device_traces: record with torch.cuda.memory._record_memory_history() first
+    ValueError: the snapshot has no device_traces: record with ...
     """
     traces = snapshot.get("device_traces")
     if not traces:
@@ -303,4 +303,3 @@ def live_chart(live_bytes: Sequence[int], *, title: str, what: str) -> str:  # p
             f"torch.cuda.memory._snapshot(); peak {peak / MIB:,.2f} MiB ({peak:,} bytes)."
         ),
     )
-

@@ -147,7 +147,9 @@ def _axis(x0: float, x1: float, y: float, top: float, label: str, fmt: str) -> t
     while k * step <= high + 1e-9:
         value = k * step
         x = x0 + (x1 - x0) * value / high
-        parts.append(f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x)}" y2="{_n(y + 4)}" class="gl-axis"/>')
+        parts.append(
+            f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x)}" y2="{_n(y + 4)}" class="gl-axis"/>'
+        )
         parts.append(text(x, y + 16, format(value, fmt), anchor="middle"))
         k += 1
     parts.append(text((x0 + x1) / 2, y + 32, label, anchor="middle"))
@@ -209,7 +211,9 @@ def stacked_bars(
         x = x0
         for term, value in bar.segments:
             title_ = f"{bar.label}: {term} {format(value, value_format)} {unit}"
-            parts.append(rect(x, y + 3, value * scale, ROW_PX - 8, kind_class(terms.index(term)), title_))
+            parts.append(
+                rect(x, y + 3, value * scale, ROW_PX - 8, kind_class(terms.index(term)), title_)
+            )
             x += value * scale
         parts.append(text(x + 4, y + 15, bar.end_text or format(total, value_format)))
     if marker:
@@ -365,7 +369,16 @@ def timeline(
         y = y0 + lanes.index(s.lane) * lane_px
         w = max((s.end - s.start) * scale, 1.0)
         tip = f"{s.label} {s.end - s.start:,.3g} {x_label.split(' ')[0]}" if s.label else ""
-        parts.append(rect(x0 + (s.start - start) * scale, y + 4, w, lane_px - 8, kind_class(kinds.index(s.kind)), tip))
+        parts.append(
+            rect(
+                x0 + (s.start - start) * scale,
+                y + 4,
+                w,
+                lane_px - 8,
+                kind_class(kinds.index(s.kind)),
+                tip,
+            )
+        )
     parts.append(axis)
     return figure(
         "".join(parts),
