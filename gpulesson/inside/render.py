@@ -1,0 +1,268 @@
+"""Markdown for the lesson ``lessons/inside-gpu.md``: tables of the :mod:`gpulesson.inside`
+results, the occupancy lab's container, and the low-precision tables.
+
+Every data field goes through :func:`gpulesson.text.inert`; URLs come from package data.
+
+>>> from gpulesson.inside.occupancy import occupancy
+>>> o = occupancy("8.0", threads_per_block=256, registers_per_thread=32)
+>>> print(occupancy_markdown([o]).splitlines()[2])
+| 8.0 | 256 | 32 | 0.0 | 8 | 8 | 164 | 8 | 64 | 100% | warps |
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+
+from gpulesson.inside import limits
+from gpulesson.inside.attention_io import AttentionPeak, AttentionTime
+from gpulesson.inside.cache_sweep import CacheLevel, Sweep
+from gpulesson.inside.occupancy import Occupancy
+from gpulesson.inside.strided import StrideSweep
+from gpulesson.inside.waves import Waves
+from gpulesson.results import datasheets
+from gpulesson.text import inert
+from gpulesson.units import GIB, MIB
+
+
+def _size(n_bytes: float) -> str:
+    if n_bytes >= GIB:
+        return f"{n_bytes / GIB:.3g} GiB"
+    if n_bytes >= MIB:
+        return f"{n_bytes / MIB:.3g} MiB"
+    return f"{n_bytes / 1024:.3g} KiB"
+
+
+def gpus_markdown(rows: Sequence[limits.GpuLimits]) -> str:
+    """SMs, per-SM limits, L2 and memory bandwidth of the reference GPUs, with sources.
+
+    >>> print(gpus_markdown([limits.gpu("t4")]).splitlines()[2][:41])
+    | NVIDIA T4 | 7.5 | 40 | 32 | 32 | 65,536
+    """
+    lines = [
+        "| GPU | compute capability | SMs | warp size | warps/SM | registers/SM "
+        "| shared memory/SM (KiB) | L2 (MiB) | memory bandwidth (GB/s) | sources |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for g in rows:
+        cc = limits.compute_capability(g.compute_capability)
+        sheet = datasheets.get(g.id)
+        lines.append(
+            f"| {inert(g.name)} | {inert(cc.name)} | {g.sm_count} | {cc.granularity.warp_size} "
+            f"| {cc.max_warps_per_sm} | {cc.registers_per_sm:,} | {cc.shared_per_sm_bytes // 1024} "
+            f"| {g.l2_bytes / MIB:.0f} | {sheet.memory_bandwidth_stated_gb_per_s:,.0f} "
+            f"| [whitepaper]({limits.source_url(g.source)}), "
+            f"[limits]({limits.source_url(cc.source)}), "
+            f"[datasheet]({sheet.sources[0].url}) |"
+        )
+    return "\n".join(lines)
+
+
+def device_markdown(
+    name: str, sm_count: int, cc: str, shared_per_sm_bytes: int, l2_bytes: int
+) -> str:
+    """This build's own GPU as ``torch.cuda.get_device_properties`` reports it.
+
+    >>> print(device_markdown("X", 2, "9.0", 1024, 2048).splitlines()[2])
+    | X | 9.0 | 2 | 1 | 0.00195 |
+    """
+    return "\n".join(
+        [
+            "| this build's GPU | compute capability | SMs | shared memory/SM (KiB) | L2 (MiB) |",
+            "|---|---|---:|---:|---:|",
+            f"| {inert(name)} | {inert(cc)} | {sm_count} | {shared_per_sm_bytes // 1024} "
+            f"| {l2_bytes / MIB:.3g} |",
+        ]
+    )
+
+
+def sweep_markdown(sweep: Sweep, caches: Sequence[CacheLevel]) -> str:
+    """The working-set sweep as a table, the steps found, and the caches the kernel reports.
+
+    >>> from gpulesson.inside.cache_sweep import SweepPoint
+    >>> s = Sweep(device="cpu", rounds=1, points=(SweepPoint(working_set_bytes=8192,
+    ...     bytes_per_s=5e10),))
+    >>> print(sweep_markdown(s, []).splitlines()[2])
+    | 8 KiB | 50.0 |
+    """
+    lines = ["| working set | read bandwidth (GB/s) |", "|---:|---:|"]
+    lines += [f"| {_size(p.working_set_bytes)} | {p.bytes_per_s / 1e9:.1f} |" for p in sweep.points]
+    lines.append("")
+    lines.append(
+        f"Measured on {inert(sweep.device)} in one thread, each size the median of "
+        f"{sweep.rounds} interleaved rounds."
+    )
+    if sweep.steps:
+        found = "; ".join(
+            f"{_size(s.before_bytes)} to {_size(s.after_bytes)} "
+            f"({s.before_bytes_per_s / 1e9:.0f} to {s.after_bytes_per_s / 1e9:.0f} GB/s, "
+            f"{s.ratio:.1f}x)"
+            for s in sweep.steps
+        )
+        lines.append(f"Steps found: {found}.")
+    else:
+        lines.append("Steps found: none.")
+    if caches:
+        reported = ", ".join(f"L{c.level} {_size(c.size_bytes)}" for c in caches)
+        lines.append(f"Caches the kernel reports for cpu0: {reported}.")
+    return "\n".join(lines)
+
+
+def strided_markdown(sweep: StrideSweep) -> str:
+    """Useful bandwidth per stride.
+
+    >>> from gpulesson.inside.strided import StridePoint
+    >>> s = StrideSweep(device="cpu", tensor_bytes=2**20,
+    ...                 points=(StridePoint(stride=1, elements=1000, median_s=1e-6),))
+    >>> print(strided_markdown(s).splitlines()[2])
+    | 1 | 4 | 4.00 | 1 |
+    """
+    lines = [
+        "| stride (floats) | stride (bytes) | useful bandwidth (GB/s) | ns per element |",
+        "|---:|---:|---:|---:|",
+    ]
+    for p in sweep.points:
+        lines.append(
+            f"| {p.stride} | {4 * p.stride} | {p.useful_bytes_per_s / 1e9:.2f} "
+            f"| {p.median_s / p.elements * 1e9:.2g} |"
+        )
+    lines.append("")
+    lines.append(
+        f"`x[::stride].sum()` over one {_size(sweep.tensor_bytes)} fp32 tensor on "
+        f"{inert(sweep.device)}, median of interleaved rounds."
+    )
+    return "\n".join(lines)
+
+
+def occupancy_markdown(rows: Sequence[Occupancy]) -> str:
+    """Occupancy configurations as a table: every limit, and the one that binds."""
+    lines = [
+        "| compute capability | threads/block | registers/thread | shared/block (KiB) "
+        "| blocks by warps | blocks by registers | blocks by shared | blocks/SM | warps/SM "
+        "| occupancy | limited by |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for o in rows:
+        lines.append(
+            f"| {inert(o.compute_capability)} | {o.threads_per_block} | {o.registers_per_thread} "
+            f"| {o.shared_per_block_bytes / 1024:.1f} | {o.blocks_by_warps} "
+            f"| {o.blocks_by_registers} | {o.blocks_by_shared} | {o.blocks_per_sm} "
+            f"| {o.warps_per_sm} | {o.occupancy:.0%} | {o.limited_by} |"
+        )
+    return "\n".join(lines)
+
+
+def occupancy_lab_html() -> str:
+    """The occupancy lab's container, with the cited per-SM limits as a data attribute.
+
+    ``docs/javascripts/occupancy.js`` fills it; without JavaScript the table beside it stays.
+
+    >>> occupancy_lab_html().startswith('<div class="gl-occupancy" data-limits="{')
+    True
+    """
+    table = {}
+    for name in limits.raw()["compute_capabilities"]:
+        cc = limits.compute_capability(name)
+        g = cc.granularity
+        table[name] = {
+            "maxWarps": cc.max_warps_per_sm,
+            "maxBlocks": cc.max_blocks_per_sm,
+            "regsPerSm": cc.registers_per_sm,
+            "maxRegsPerThread": cc.max_registers_per_thread,
+            "maxThreadsPerBlock": cc.max_threads_per_block,
+            "sharedPerSm": cc.shared_per_sm_bytes,
+            "reservedShared": cc.reserved_shared_per_block_bytes,
+            "warpSize": g.warp_size,
+            "regUnit": g.register_allocation_unit_per_warp,
+            "subPartitions": g.register_sub_partitions,
+            "sharedUnit": g.shared_allocation_unit_bytes,
+        }
+    data = html.escape(json.dumps(table, sort_keys=True), quote=True)
+    return f'<div class="gl-occupancy" data-limits="{data}"></div>'
+
+
+def waves_markdown(rows: Sequence[tuple[str, Waves, Waves]]) -> str:
+    """Tiles, waves and efficiency of an aligned and an odd matmul per GPU.
+
+    >>> from gpulesson.inside.waves import waves
+    >>> a = waves(256, 256, tile_m=128, tile_n=128, sm_count=4)
+    >>> b = waves(257, 257, tile_m=128, tile_n=128, sm_count=4)
+    >>> print(waves_markdown([("G", a, b)]).splitlines()[2])
+    | G | 4 | 4 | 1 | 100% | 9 | 3 | 34% |
+    """
+    first = rows[0][1] if rows else None
+    size_a = f"{first.m}" if first else "n"
+    size_b = f"{rows[0][2].m}" if rows else "n + 1"
+    lines = [
+        f"| GPU | SMs | tiles at {size_a} | waves | efficiency | tiles at {size_b} | waves "
+        "| efficiency |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, a, b in rows:
+        lines.append(
+            f"| {inert(name)} | {a.sm_count} | {a.tiles} | {a.waves} | {a.efficiency:.0%} "
+            f"| {b.tiles} | {b.waves} | {b.efficiency:.0%} |"
+        )
+    return "\n".join(lines)
+
+
+def attention_bytes_markdown(rows: Sequence[tuple[int, int, int]], d: int, sram: int) -> str:
+    """Predicted elements moved by standard and tiled attention per sequence length.
+
+    >>> print(attention_bytes_markdown([(128, 10, 5)], 64, 100).splitlines()[2])
+    | 128 | 10 | 5 | 2.0 |
+    """
+    lines = [
+        "| N | standard (elements) | FlashAttention (elements) | standard / flash |",
+        "|---:|---:|---:|---:|",
+    ]
+    for n, s, f in rows:
+        lines.append(f"| {n:,} | {s:,} | {f:,} | {s / f:.1f} |")
+    lines.append("")
+    lines.append(
+        f"Per head, head dimension d = {d}, on-chip memory M = {sram:,} elements: standard "
+        "4Nd + 4N², FlashAttention 2Nd + 3Nd·ceil(N / ceil(M / 4d)) (a model of the papers' "
+        "counts, not a measurement)."
+    )
+    return "\n".join(lines)
+
+
+def attention_peaks_markdown(rows: Sequence[AttentionPeak]) -> str:
+    """Traced peak memory of explicit attention and SDPA per sequence length.
+
+    >>> print(attention_peaks_markdown([AttentionPeak(seq_len=4, head_dim=2, heads=1,
+    ...     standard_peak_bytes=2048, sdpa_peak_bytes=1024)]).splitlines()[2])
+    | 4 | 2 KiB | 1 KiB | 2.0 |
+    """
+    lines = [
+        "| N | explicit softmax(QKᵀ)V peak | SDPA peak | explicit / SDPA |",
+        "|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.seq_len:,} | {_size(r.standard_peak_bytes)} | {_size(r.sdpa_peak_bytes)} "
+            f"| {r.standard_peak_bytes / r.sdpa_peak_bytes:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def attention_time_markdown(rows: Sequence[AttentionTime], device: str) -> str:
+    """Median time of explicit attention and SDPA per sequence length on ``device``.
+
+    >>> print(attention_time_markdown([AttentionTime(seq_len=8, standard_s=2e-3,
+    ...     sdpa_s=1e-3)], "cpu").splitlines()[2])
+    | 8 | 2 | 1 | 2.0 |
+    """
+    lines = [
+        "| N | explicit (ms) | SDPA (ms) | explicit / SDPA |",
+        "|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.seq_len:,} | {r.standard_s * 1e3:.3g} | {r.sdpa_s * 1e3:.3g} "
+            f"| {r.standard_s / r.sdpa_s:.1f} |"
+        )
+    lines.append("")
+    lines.append(f"Median wall time on {inert(device)}, fp32, one head of dimension 64.")
+    return "\n".join(lines)
