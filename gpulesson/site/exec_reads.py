@@ -13,7 +13,7 @@ any block runs. While a block runs it notes:
   module code it called; a file that a module read while it was imported (say an
   ``lru_cache`` loader) counts for every later block whose modules include it;
 * **variables** read through ``os.environ`` (``os.getenv`` included) before the block
-  set them itself, with the value seen.
+  set them itself, with the value seen (but :data:`IGNORED_ENV`).
 
 The build process hashes what was recorded and stores it with the result
 (:mod:`gpulesson.site.exec_cache`): the result is reused only while every one of those
@@ -40,6 +40,11 @@ from types import FrameType
 from typing import Any
 
 BLOCK_FILE = "<code block: "
+# Read when a block copies os.environ (for a child process, say) but never what it prints:
+# the shell's bookkeeping, and the variables that change how a build runs.
+IGNORED_ENV = frozenset(
+    ("_", "OLDPWD", "SHLVL", "GPULESSON_FRESH", "GPULESSON_CACHE_DIR", "GPULESSON_BLOCK_TIMEOUT_S")
+)
 _IMPORT_FRAMES = ("<frozen importlib", "<frozen zipimport")
 
 
@@ -239,6 +244,8 @@ class ReadRecorder:
 
     def note_variable(self, name: str, value: str | None) -> None:
         """A variable read through ``os.environ``: the block's or its module's."""
+        if name in IGNORED_ENV:
+            return
         try:
             if self.active and name not in self._env_set:
                 self._env.setdefault(name, value)

@@ -1,0 +1,99 @@
+"""``mkdocs serve`` shows a package edit on the next rebuild: the site hook starts a new block
+worker when a package file changed (nothing is purged from ``sys.modules``), and keeps the
+worker when nothing did."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.test_exec_cache import REPO
+
+pytestmark = pytest.mark.site
+
+MKDOCS_YML = (
+    "site_name: fixture\nstrict: true\n"
+    "hooks:\n  - gpulesson/site/hooks.py\n"
+    "plugins:\n  - markdown-exec:\n      languages: [bash]\n"
+    "markdown_extensions:\n  - pymdownx.superfences\n"
+    "watch:\n  - gpulesson\n"
+)
+PAGE = (
+    "# Home\n\n"
+    '```python exec="on" id="value"\n'
+    "from gpulesson import serve_fixture\n"
+    'print("value: " + serve_fixture.VALUE)\n'
+    "```\n"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _page_when(url: str, text: str, deadline_s: float) -> str:
+    """The page at ``url`` once it contains ``text``; fails after ``deadline_s`` seconds."""
+    end = time.monotonic() + deadline_s
+    body = ""
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (127.0.0.1)
+                body = response.read().decode()
+        except OSError:
+            body = ""
+        if text in body:
+            return body
+        time.sleep(0.5)
+    raise AssertionError(f"{text!r} not on {url} within {deadline_s} s; last page: {body[-500:]}")
+
+
+def test_serve_shows_a_package_edit_on_the_next_rebuild(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(
+        REPO / "gpulesson", project / "gpulesson", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    module = project / "gpulesson" / "serve_fixture.py"
+    module.write_text('VALUE = "first"\n')
+    (project / "docs").mkdir()
+    (project / "docs" / "index.md").write_text(PAGE)
+    (project / "mkdocs.yml").write_text(MKDOCS_YML)
+    port = _free_port()
+    environ = {k: v for k, v in os.environ.items() if k not in ("CI", "GPULESSON_FRESH")}
+    environ.update(NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(project))
+    environ["GPULESSON_CACHE_DIR"] = str(tmp_path / "cache")
+    log = (tmp_path / "serve.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mkdocs", "serve", "-a", f"127.0.0.1:{port}"],
+        cwd=project,
+        env=environ,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        _page_when(url, "value: first", 240)
+        time.sleep(1)  # a new modification time, even on a coarse clock
+        module.write_text('VALUE = "second"\n')
+        _page_when(url, "value: second", 240)
+        (project / "docs" / "index.md").write_text(PAGE + "\nA prose edit.\n")
+        _page_when(url, "A prose edit.", 240)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert output.count("package files changed: starting a new block worker") == 1, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
