@@ -95,7 +95,7 @@ def ring_diagram(gpus: int, message_bytes: float, *, what: str) -> str:
     """
     steps = ring_steps(gpus)
     n = gpus
-    cell = 14.0
+    cell = 18.0
     col_w = n * cell + 22
     x0, y0 = 70.0, 78.0
     row_h = cell + 16
@@ -127,19 +127,18 @@ def ring_diagram(gpus: int, message_bytes: float, *, what: str) -> str:
             x0,
             bottom + 8,
             f"each GPU sends {len(steps)} chunks of 1/{n}: {sent / 1e9:,.2f} GB of a "
-            f"{message_bytes / 1e9:,.2f} GB message (2(N-1)/N = {len(steps) / n:g} times it)",
+            f"{message_bytes / 1e9:,.2f} GB message, {len(steps) / n:g} times it",
         )
     )
     parts.append(
         text(
             x0,
             bottom + 26,
-            f"shade: how many GPUs' values a chunk sums (light 1, dark all {n}); outlined: the "
-            "chunk that GPU sends this step",
+            f"shade: GPUs summed in a chunk (light 1, dark all {n}); outlined: the chunk sent",
         )
     )
     bottom += 18
-    width = max(x0 + len(steps) * col_w + 10, 620.0)
+    width = max(x0 + len(steps) * col_w + 10, float(figures.WIDTH_PX))
     description = (
         f"Ring all-reduce of {what} on {n} GPUs, in {len(steps)} steps: {n - 1} of reduce-scatter, "
         f"in which each GPU sends one chunk (1/{n} of the message) to the next GPU, which adds "

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gpulesson.errors.fix_ladder import LadderRow
-from gpulesson.memory.budget import Budget
+from gpulesson.memory.budget import Budget, estimate
 from gpulesson.memory.capacity import CapacityRow
 from gpulesson.memory.comm import ZeroRow
 from gpulesson.timing import figures
@@ -48,23 +48,30 @@ def recipe_bars(budgets: Mapping[str, Budget], *, title: str) -> str:
     )
 
 
-def capacity_bars(rows: Sequence[CapacityRow], *, title: str) -> str:
-    """For each card, the largest model each use holds, in billions of parameters."""
-    bars = [
-        figures.Bar(f"{r.card_bytes / GIB:,.0f} GiB, {e.label}", ((e.label, e.params / 1e9),))
-        for r in rows
-        for e in r.entries
-    ]
-    text = "; ".join(
-        f"{r.card_bytes / GIB:,.0f} GiB: "
-        + ", ".join(f"{e.label} {e.params / 1e9:,.2f}B" for e in r.entries)
-        for r in rows
-    )
+def capacity_bars(rows: Sequence[CapacityRow], *, preset: str, title: str) -> str:
+    """For each card, the ledger of the largest model ``preset`` fits on it, term by term.
+
+    Each bar is :func:`gpulesson.memory.budget.estimate` of that entry's parameter count, so
+    it fills its card (in GiB, the table's unit); the end text is the parameter count.
+    """
+    bars = []
+    words = []
+    for r in rows:
+        entry = r.entry(preset)
+        budget = estimate(entry.params, preset=preset)
+        terms = tuple((term, value * GB / GIB) for term, value in peak_terms(budget))
+        card = f"{r.card_bytes / GIB:,.0f} GiB"
+        bars.append(figures.Bar(card, terms, f"{entry.params / 1e9:,.2f}B parameters"))
+        words.append(f"{card}: {entry.params / 1e9:,.2f} billion parameters")
+    label = rows[0].entry(preset).label
     return figures.stacked_bars(
         bars,
-        unit="billions of parameters that fit (no headroom)",
+        unit=f"GiB at the step's peak, {label}",
         title=title,
-        description=f"Bars of the largest model each card holds, per use: {text}.",
+        description=(
+            f"Stacked bars, one per card, of the ledger of the largest model that fits it for "
+            f"{label} (preset {preset}), by term: " + "; ".join(words) + "."
+        ),
         value_format=",.2f",
     )
 

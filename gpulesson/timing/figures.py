@@ -198,14 +198,16 @@ def stacked_bars(
                 terms.append(term)
     totals = [sum(v for _, v in bar.segments) for bar in bars]
     top = max([*totals, marker[1] if marker else 0.0]) or 1.0
-    x0, x1 = label_margin([bar.label for bar in bars]), WIDTH_PX - 70
+    ends = [b.end_text or format(t, value_format) for b, t in zip(bars, totals, strict=True)]
+    x0 = label_margin([bar.label for bar in bars])
+    x1 = WIDTH_PX - max(40.0, 12 + 6.6 * max(len(e) for e in ends))
     keys, legend_y = legend(terms, 40)
     y0 = legend_y + 18
     parts = [keys]
     axis_y = y0 + ROW_PX * len(bars) + 4
     axis, high = _axis(x0, x1, axis_y, top, unit, axis_format)
     scale = (x1 - x0) / high
-    for row, (bar, total) in enumerate(zip(bars, totals, strict=True)):
+    for row, (bar, end_text) in enumerate(zip(bars, ends, strict=True)):
         y = y0 + row * ROW_PX
         parts.append(text(x0 - 6, y + 15, bar.label, anchor="end"))
         x = x0
@@ -215,7 +217,7 @@ def stacked_bars(
                 rect(x, y + 3, value * scale, ROW_PX - 8, kind_class(terms.index(term)), title_)
             )
             x += value * scale
-        parts.append(text(x + 4, y + 15, bar.end_text or format(total, value_format)))
+        parts.append(text(x + 4, y + 15, end_text))
     if marker:
         mx = x0 + marker[1] * scale
         parts.append(
@@ -265,7 +267,7 @@ def stacked_area(
     peak_index = max(range(count), key=lambda i: totals[i])
     x0, x1 = 70.0, WIDTH_PX - 20.0
     keys, legend_y = legend(names, 44)
-    y_top = legend_y + 20.0
+    y_top = legend_y + 32.0
     y_bottom = y_top + 266.0
     step = nice_step(totals[peak_index] or 1.0)
     high = step * math.ceil((totals[peak_index] or 1.0) / step - 1e-9)
@@ -280,7 +282,7 @@ def stacked_area(
     for k, (name, first, last) in enumerate(phases):
         cls = "gl-band" if k % 2 == 0 else "gl-band gl-band-alt"
         parts.append(rect(px(first), y_top, px(last) - px(first), y_bottom - y_top, cls))
-        parts.append(text((px(first) + px(last)) / 2, y_top + 14, name, anchor="middle"))
+        parts.append(text((px(first) + px(last)) / 2, y_top - 5, name, anchor="middle"))
     below = [0.0] * count
     for k, name in enumerate(names):
         above = [below[i] + layers[name][i] for i in range(count)]

@@ -1,0 +1,250 @@
+"""The memory and scale lessons' pictures: each drawn from the numbers the course computes.
+
+Memory over a step peaks where the memory lesson's measurement peaks (the same function and
+configuration), and lower with checkpointing; the pipeline diagram idles the share
+``bubble_fraction`` gives; the ring moves ``ring_all_reduce_bytes``; the bars add up to the
+budgets' totals; the timelines come from the profiler's events and the loader's readings.
+Every figure is well-formed SVG with a text alternative, and escapes what it is given.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+
+import pytest
+
+from gpulesson.errors.fix_ladder import ladder_budget_rows
+from gpulesson.memory import diagrams, ledger_chart, timeline
+from gpulesson.memory.budget import estimate
+from gpulesson.memory.capacity import CAPACITY_USES, capacity
+from gpulesson.memory.comm import ring_all_reduce_bytes, zero_tradeoffs
+from gpulesson.memory.gpt2 import GPT2Config
+from gpulesson.memory.measure import measure_gpt2
+from gpulesson.memory.parallel import bubble_fraction
+from gpulesson.timing import figures, trace_chart
+from gpulesson.timing.loader import LoaderRun
+from gpulesson.timing.profile import profile_gpt_step, replay_peak
+from gpulesson.units import GB, GIB
+
+# The memory lesson's measured model (docs/lessons/memory.md, block memory-measure-one).
+LESSON_CONFIG = GPT2Config(
+    vocab_size=512, seq_len=64, hidden=64, heads=4, layers=2, attention="eager"
+)
+LESSON_BATCH = 4
+SMALL = GPT2Config(vocab_size=64, seq_len=16, hidden=32, heads=2, layers=2, attention="eager")
+
+
+def _svg(html_: str) -> list[ET.Element]:
+    """Every SVG in a figure's HTML, parsed as XML (so it is well-formed)."""
+    found = re.findall(r"<svg .*?</svg>", html_)
+    assert found, "no SVG in the figure"
+    return [ET.fromstring(s) for s in found]
+
+
+def _label(html_: str) -> list[str]:
+    return [svg.get("aria-label") or "" for svg in _svg(html_)]
+
+
+@pytest.fixture(scope="module")
+def lesson_trace() -> timeline.StepTrace:
+    return timeline.trace_gpt2(LESSON_CONFIG, batch=LESSON_BATCH)
+
+
+def test_the_chart_peaks_at_the_memory_lessons_measured_peak(lesson_trace):
+    measured = measure_gpt2(LESSON_CONFIG, batch=LESSON_BATCH, mode="fake")
+    assert lesson_trace.peak_bytes == measured.peak_bytes
+    assert lesson_trace.phase_peaks_bytes == measured.phase_peaks_bytes
+    assert lesson_trace.peak_phase == measured.peak_phase
+    html_ = timeline.memory_chart(lesson_trace, title="t", what="the lesson's GPT-2")
+    (label,) = _label(html_)
+    assert f"({measured.peak_bytes:,} bytes)" in label
+    assert f"peak {measured.peak_bytes / 2**20:,.2f} MiB" in html_
+
+
+def test_the_trace_rises_through_forward_and_marks_every_phase(lesson_trace):
+    rows = lesson_trace.rows
+    names = [p.name for p in lesson_trace.phases]
+    assert names == list(timeline.PHASES)
+    spans = lesson_trace.phases
+    assert spans[0].first == 0 and spans[-1].last == len(rows) - 1
+    assert all(a.last + 1 == b.first for a, b in zip(spans, spans[1:], strict=False))
+    forward = rows[spans[0].first : spans[0].last + 1]
+    assert forward[-1].total_bytes > forward[0].total_bytes  # activations pile up
+    for row in rows:  # the terms are the total
+        assert sum(v for _, v in row.by_term_bytes) == row.total_bytes
+    params = {dict(r.by_term_bytes)["parameters"] for r in rows}
+    assert len(params) == 1 and params.pop() > 0  # the weights stay all step
+
+
+def test_checkpointing_lowers_the_peak_the_chart_shows(lesson_trace):
+    ckpt = timeline.trace_gpt2(replace(LESSON_CONFIG, checkpointing=True), batch=LESSON_BATCH)
+    measured = measure_gpt2(
+        replace(LESSON_CONFIG, checkpointing=True), batch=LESSON_BATCH, mode="fake"
+    )
+    assert ckpt.peak_bytes == measured.peak_bytes
+    assert ckpt.peak_bytes < lesson_trace.peak_bytes
+
+
+def test_columns_always_keep_the_peak():
+    totals = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5] * 50
+    picks = timeline.columns(len(totals), totals, width=37)
+    assert len(picks) == 37 and picks == tuple(sorted(picks))
+    assert max(totals[i] for i in picks) == max(totals)
+
+
+def test_a_cuda_snapshot_replays_to_the_same_peak_as_the_profiling_lesson():
+    events = [
+        {"action": "alloc", "size": 4096},
+        {"action": "alloc", "size": 1024},
+        {"action": "free_requested", "size": 4096},
+        {"action": "free_completed", "size": 4096},
+        {"action": "alloc", "size": 8192},
+        {"action": "segment_alloc", "size": 2**20},
+    ]
+    live = timeline.live_from_snapshot({"device_traces": [events]}, baseline_bytes=512)
+    assert live == (4608, 5632, 5632, 1536, 9728, 9728)
+    assert max(live) == replay_peak(events, 512)
+    with pytest.raises(ValueError, match="device_traces"):
+        timeline.live_from_snapshot({"device_traces": []})
+
+
+@pytest.mark.parametrize("stages,microbatches", [(1, 1), (2, 3), (4, 8), (8, 8), (8, 1), (3, 16)])
+def test_the_pipeline_diagram_idles_the_pages_bubble(stages, microbatches):
+    bubble = bubble_fraction(stages=stages, microbatches=microbatches)
+    schedules = [
+        diagrams.pipeline_schedule(n, stages=stages, microbatches=microbatches)
+        for n in diagrams.SCHEDULES
+    ]
+    for s in schedules:
+        assert s.bubble_share == pytest.approx(bubble, abs=1e-12)
+        assert s.makespan == 2 * (microbatches + stages - 1)
+        assert len(s.slots) == 2 * stages * microbatches
+    gpipe, one_f_one_b = schedules
+    assert gpipe.in_flight(0) == microbatches
+    assert one_f_one_b.in_flight(0) == min(stages, microbatches)  # 1F1B holds fewer
+    html_ = diagrams.pipeline_diagram(schedules, bubble=bubble)
+    (label,) = _label(html_)
+    assert f"gives {bubble:.1%}" in label and label.count(f"idles {bubble:.1%}") == 2
+
+
+def test_the_pipeline_diagram_refuses_a_bubble_it_does_not_draw():
+    s = [diagrams.pipeline_schedule("gpipe", stages=4, microbatches=8)]
+    with pytest.raises(ValueError, match="disagree"):
+        diagrams.pipeline_diagram(s, bubble=bubble_fraction(stages=4, microbatches=16))
+    with pytest.raises(ValueError, match="stages=0"):
+        diagrams.pipeline_schedule("1f1b", stages=0, microbatches=4)
+
+
+@pytest.mark.parametrize("gpus", [2, 3, 4, 8])
+def test_the_ring_sends_what_ring_all_reduce_bytes_says(gpus):
+    steps = diagrams.ring_steps(gpus)
+    assert len(steps) == 2 * (gpus - 1)
+    after_scatter = steps[gpus - 2].held
+    complete = [[c for c, chunk in enumerate(gpu) if len(chunk) == gpus] for gpu in after_scatter]
+    assert sorted(c for (c,) in complete) == list(range(gpus))  # one finished chunk each
+    assert all(len(chunk) == gpus for gpu in steps[-1].held for chunk in gpu)
+    assert diagrams.ring_sent_bytes(28e9, gpus) == pytest.approx(ring_all_reduce_bytes(28e9, gpus))
+    (label,) = _label(diagrams.ring_diagram(gpus, 28e9, what="grads"))
+    assert f"{ring_all_reduce_bytes(28e9, gpus) / 1e9:,.2f} GB" in label
+
+
+def test_zero_shards_and_bars_come_from_the_budgets():
+    rows = zero_tradeoffs({"params": 7e9, "preset": "amp"}, 8)
+    shards = dict(diagrams.zero_shards(rows))
+    assert shards[0] == (("weights", 8), ("gradients", 8), ("optimizer state", 8))
+    assert shards[1] == (("weights", 8), ("gradients", 8), ("optimizer state", 1))
+    assert shards[2] == (("weights", 8), ("gradients", 1), ("optimizer state", 1))
+    assert shards[3] == (("weights", 1), ("gradients", 1), ("optimizer state", 1))
+    memory, sent = _label(ledger_chart.zero_bars(rows, title="Z"))
+    for r in rows:
+        assert f"ZeRO-{r.stage} {r.budget.total_bytes / GB:,.2f} GB" in memory
+        assert f"ZeRO-{r.stage} {r.comm.sent_bytes / GB:,.2f} GB" in sent
+    assert "ZeRO-3 keeps 1 of 8 weights shards" in _label(diagrams.zero_diagram(rows, what="x"))[0]
+
+
+@pytest.mark.parametrize(
+    "preset", ["amp", "mixed-fp32-master", "bf16", "bf16-pure", "lora", "qlora"]
+)
+def test_a_recipe_bar_is_its_budgets_peak(preset):
+    b = estimate(7e9, preset=preset)
+    assert sum(v for _, v in ledger_chart.peak_terms(b)) * GB == pytest.approx(b.total_bytes)
+    (label,) = _label(ledger_chart.recipe_bars({preset: b}, title="r"))
+    assert f"{preset} {b.total_bytes / GB:,.1f} GB" in label
+
+
+def test_capacity_bars_fill_each_card_and_ladder_bars_show_each_rung():
+    rows = capacity(tuple(n * GIB for n in (8, 24, 80)), CAPACITY_USES)
+    html_ = ledger_chart.capacity_bars(rows, preset="amp", title="c")
+    for r in rows:
+        entry = r.entry("amp")
+        assert f"{entry.params / 1e9:,.2f} billion" in _label(html_)[0]
+        filled = estimate(entry.params, preset="amp").total_bytes
+        assert filled == pytest.approx(r.card_bytes, rel=1e-6)
+    ladder = ladder_budget_rows()
+    (label,) = _label(ledger_chart.ladder_bars(ladder, title="l"))
+    assert label.count(" GB") == len(ladder)
+    for r in ladder:
+        assert f"{r.peak_bytes / GB:,.2f} GB" in label
+
+
+def test_the_profile_timeline_comes_from_the_profilers_events():
+    g = profile_gpt_step(SMALL, 2, trace=True, memory=False, wait=0, warmup=1, active=1)
+    t = trace_chart.trace_spans(g.profile.trace_gz)
+    regions = [s.label for s in t.spans if s.kind in trace_chart.REGION_KINDS]
+    assert regions == list(trace_chart.REGION_KINDS)
+    ops = sorted((s for s in t.spans if s.lane.endswith("operators")), key=lambda s: s.start)
+    assert all(a.end <= b.start + 1e-12 for a, b in zip(ops, ops[1:], strict=False))  # top level
+    assert 0 < t.busy_s <= t.step_s
+    raw = json.loads(gzip.decompress(g.profile.trace_gz))
+    assert t.ops == sum(1 for e in raw["traceEvents"] if e.get("cat") == "cpu_op")
+    (label,) = _label(trace_chart.profile_timeline(t, title="p", what="a step"))
+    assert f"{t.step_s * 1e3:,.1f} ms" in label
+    with pytest.raises(ValueError, match="Chrome trace"):
+        trace_chart.trace_spans(b"not gzip")
+
+
+def test_the_loader_timeline_adds_up_to_the_measured_gaps():
+    run = LoaderRun(
+        num_workers=2,
+        prefetch_factor=2,
+        persistent_workers=False,
+        batch_size=8,
+        batches_per_epoch=4,
+        epochs=2,
+        step_s=0.01,
+        samples_s=(0.02, 0.02),
+        gaps_s=(0.03, 0.005, 0.02, 0.04, 0.04, 0.04),
+        first_batch_s=(0.2, 0.1),
+        start_method=None,
+    )
+    spans = trace_chart.loader_spans(run)
+    assert spans[-1].end == pytest.approx(sum(run.gaps_s[:3]) + run.step_s)
+    waits = sum(s.end - s.start for s in spans if s.kind == "waiting for data")
+    assert waits == pytest.approx(0.02 + 0.0 + 0.01)  # a gap shorter than the step waits 0
+    (label,) = _label(trace_chart.loader_timeline([run], title="l"))
+    assert "first batch after 200 ms" in label
+
+
+def test_figures_escape_what_they_are_given_and_need_a_text_alternative():
+    hostile = '<script>alert(1)</script>"'
+    html_ = figures.stacked_bars(
+        [figures.Bar(hostile, ((hostile, 1.0),))], unit=hostile, title=hostile, description=hostile
+    )
+    assert "<script" not in html_
+    (svg,) = _svg(html_)
+    assert svg.get("role") == "img" and svg.get("aria-label") == hostile
+    with pytest.raises(ValueError, match="text alternative"):
+        figures.figure("", width=1, height=1, title="t", description=" ")
+    with pytest.raises(ValueError, match="not listed"):
+        figures.timeline(
+            [figures.Span("x", 0, 1, "y")],
+            lanes=["a"],
+            kinds=["y"],
+            x_label="s",
+            title="t",
+            description="d",
+        )
