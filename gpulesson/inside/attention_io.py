@@ -155,7 +155,8 @@ def time_attention(
 ) -> tuple[AttentionTime, ...]:
     """Median wall time of explicit attention and SDPA per sequence length, interleaved.
 
-    On a CPU it runs in one thread, so a busy neighbour's threads do not decide it.
+    On a CPU it runs in one thread and counts that thread's CPU time, so a busy
+    neighbour's threads do not decide it.
     """
     threads = torch.get_num_threads()
     if device == "cpu":
@@ -164,6 +165,25 @@ def time_attention(
         return _time_attention(device, seq_lens, head_dim, heads, repeats)
     finally:
         torch.set_num_threads(threads)
+
+
+def _seconds(
+    fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, device: str
+) -> float:
+    """One call's time: this thread's CPU time on a CPU, wall time between barriers else."""
+    if device == "cpu":
+        start = time.thread_time()
+        fn(q, k, v)
+        return time.thread_time() - start
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn(q, k, v)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    else:
+        torch.mps.synchronize()
+    return time.perf_counter() - start
 
 
 def _time_attention(
@@ -175,15 +195,7 @@ def _time_attention(
         times: dict[str, list[float]] = {"standard": [], "sdpa": []}
         for _ in range(repeats + 1):
             for name, fn in (("standard", explicit_attention), ("sdpa", sdpa)):
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                start = time.perf_counter()
-                fn(q, k, v)
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                elif device == "mps":
-                    torch.mps.synchronize()
-                times[name].append(time.perf_counter() - start)
+                times[name].append(_seconds(fn, q, k, v, device))
         rows.append(
             AttentionTime(
                 seq_len=n,

@@ -7,7 +7,9 @@ from whichever memory level holds it. One call per sample matters: a loop of sma
 measures the ~µs per-call overhead of each call, not the cache. Each sample reads about
 ``bytes_per_sample`` bytes; each size's figure is the median over interleaved rounds
 (each round times every size once, so a machine that gets busier slows every size alike),
-in one thread, so the caches are one core's. While the working set fits a cache, the read
+in one thread, so the caches are one core's, timed by the thread's CPU time on a CPU (so a
+busy machine's time slices spent elsewhere do not count) and by the wall clock between
+barriers on a GPU. While the working set fits a cache, the read
 runs at that cache's speed; past it, it drops to the next level's. :func:`find_steps`
 finds those drops.
 
@@ -27,11 +29,15 @@ from pathlib import Path
 
 import torch
 
-# A step is a drop in bandwidth by at least this factor between one size and the size two
-# points (a factor of two in working set, at half-doublings) later. The median of seven
-# rounds on a shared 2-core machine moves by well under 1.25x from one size to the next
-# inside one cache level, so a 1.25x drop over a doubling is the hierarchy, not noise.
-STEP_RATIO = 1.25
+# A step is a drop in bandwidth by at least STEP_RATIO from one size to the size STEP_SPAN
+# points (a factor of 2.8 at half-doublings) later, after smoothing. The levels fade into
+# each other over more than one doubling (prefetchers, a shared L3), so the drop is taken
+# over one and a half. On a CPU each sample is this thread's CPU time (``time.thread_time``),
+# so time slices the machine gives to other processes drop out. In six repeated sweeps on a
+# shared 2-core machine, sizes inside one level moved by less than 1.2x over that span,
+# leaving L2 cost 1.2x to 1.5x and leaving the last cache 3x to 6x: hence 1.2.
+STEP_RATIO = 1.2
+STEP_SPAN = 3
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
@@ -107,8 +113,10 @@ def smoothed(points: Sequence[SweepPoint]) -> list[SweepPoint]:
     return out
 
 
-def find_steps(points: Sequence[SweepPoint], ratio: float = STEP_RATIO) -> tuple[Step, ...]:
-    """Drops of at least ``ratio`` in bandwidth over two consecutive size steps.
+def find_steps(
+    points: Sequence[SweepPoint], ratio: float = STEP_RATIO, span: int = STEP_SPAN
+) -> tuple[Step, ...]:
+    """Drops of at least ``ratio`` in bandwidth from a size to the one ``span`` points later.
 
     The sweep is :func:`smoothed` first. A run of neighbouring drops is one step, from
     the fastest size before it to the slowest after it.
@@ -122,7 +130,7 @@ def find_steps(points: Sequence[SweepPoint], ratio: float = STEP_RATIO) -> tuple
         raise ValueError(f"ratio={ratio!r}: a step is a drop, so give a ratio above 1")
     pts = smoothed(sorted(points, key=lambda p: p.working_set_bytes))
     marked = [
-        i for i in range(len(pts) - 2) if pts[i].bytes_per_s >= ratio * pts[i + 2].bytes_per_s
+        i for i in range(len(pts) - span) if pts[i].bytes_per_s >= ratio * pts[i + span].bytes_per_s
     ]
     steps: list[Step] = []
     run: list[int] = []
@@ -131,9 +139,9 @@ def find_steps(points: Sequence[SweepPoint], ratio: float = STEP_RATIO) -> tuple
             run.append(i)
             continue
         if run:
-            lo, hi = run[0], run[-1] + 2
+            lo, hi = run[0], run[-1] + span
             first = max(range(lo, run[-1] + 1), key=lambda j: pts[j].bytes_per_s)
-            last = min(range(run[0] + 2, hi + 1), key=lambda j: pts[j].bytes_per_s)
+            last = min(range(run[0] + span, hi + 1), key=lambda j: pts[j].bytes_per_s)
             steps.append(
                 Step(
                     before_bytes=pts[first].working_set_bytes,
@@ -147,13 +155,17 @@ def find_steps(points: Sequence[SweepPoint], ratio: float = STEP_RATIO) -> tuple
 
 
 def _read_seconds(view: torch.Tensor, device: str) -> float:
+    if device == "cpu":  # this thread's CPU time: a busy machine's time slices elsewhere drop out
+        start = time.thread_time()
+        view.sum()
+        return time.thread_time() - start
     if device == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()
     view.sum()
     if device == "cuda":
         torch.cuda.synchronize()
-    elif device == "mps":
+    else:
         torch.mps.synchronize()
     return time.perf_counter() - start
 
@@ -250,3 +262,23 @@ def cpu_caches(root: Path = CACHE_DIR) -> tuple[CacheLevel, ...]:
         except OSError:
             continue
     return tuple(levels)
+
+
+def l2_size_bytes(device: str) -> int | None:
+    """The L2 size the system reports: the GPU's (``torch.cuda``) or cpu0's L2 (sysfs)."""
+    if device == "cuda":
+        return int(torch.cuda.get_device_properties(0).L2_cache_size)
+    return next((c.size_bytes for c in cpu_caches() if c.level == 2), None)
+
+
+def nearest_step_factor(steps: Sequence[Step], size_bytes: int) -> float | None:
+    """How far the step nearest ``size_bytes`` sits from it, as a factor (>= 1).
+
+    >>> s = Step(before_bytes=2**19, after_bytes=2**21, before_bytes_per_s=2.0,
+    ...          after_bytes_per_s=1.0)
+    >>> nearest_step_factor([s], 2**20), nearest_step_factor([], 2**20)
+    (1.0, None)
+    """
+    if not steps:
+        return None
+    return min(max(s.at_bytes / size_bytes, size_bytes / s.at_bytes) for s in steps)

@@ -21,6 +21,7 @@ from gpulesson.inside.cache_sweep import CacheLevel, Sweep
 from gpulesson.inside.occupancy import Occupancy
 from gpulesson.inside.strided import StrideSweep
 from gpulesson.inside.waves import Waves
+from gpulesson.precision.quantize_error import QuantError
 from gpulesson.results import datasheets
 from gpulesson.text import inert
 from gpulesson.units import GIB, MIB
@@ -265,4 +266,40 @@ def attention_time_markdown(rows: Sequence[AttentionTime], device: str) -> str:
         )
     lines.append("")
     lines.append(f"Median wall time on {inert(device)}, fp32, one head of dimension 64.")
+    return "\n".join(lines)
+
+
+def resident_sentence(g: limits.GpuLimits) -> str:
+    """How many warps and threads one reference GPU keeps resident at once.
+
+    >>> resident_sentence(limits.gpu("t4"))[:40]
+    'The NVIDIA T4 keeps up to 1,280 warps (4'
+    """
+    cc = limits.compute_capability(g.compute_capability)
+    return (
+        f"The {inert(g.name)} keeps up to {g.sm_count * cc.max_warps_per_sm:,} warps "
+        f"({g.sm_count * cc.max_threads_per_sm:,} threads) resident at once: {g.sm_count} SMs "
+        f"x {cc.max_warps_per_sm} warp slots (x 32 threads)."
+    )
+
+
+def quant_markdown(tables: dict[str, Sequence[QuantError]]) -> str:
+    """Relative RMS error of each format (rows) on each tensor (columns).
+
+    >>> e = QuantError(name="bf16", bits=16, available=True, relative_error=0.0017, how="cast")
+    >>> print(quant_markdown({"w": [e]}).splitlines()[2])
+    | bf16 | 16 | 0.170% | cast |
+    """
+    names = list(tables)
+    first = next(iter(tables.values()), [])
+    lines = [
+        "| format | bits | " + " | ".join(f"error on {inert(n)}" for n in names) + " | how |",
+        "|---|---:|" + "---:|" * len(names) + "---|",
+    ]
+    for i, row in enumerate(first):
+        cells = []
+        for n in names:
+            r = tables[n][i]
+            cells.append(f"{r.relative_error:.3%}" if r.available else "—")
+        lines.append(f"| {inert(row.name)} | {row.bits} | {' | '.join(cells)} | {inert(row.how)} |")
     return "\n".join(lines)

@@ -66,6 +66,22 @@ def cache_line_bytes(path: Path = LINE_FILE) -> int | None:
         return None
 
 
+def _read_seconds(view: torch.Tensor, device: str) -> float:
+    if device == "cpu":  # this thread's CPU time, as in cache_sweep
+        start = time.thread_time()
+        view.sum()
+        return time.thread_time() - start
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    view.sum()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    else:
+        torch.mps.synchronize()
+    return time.perf_counter() - start
+
+
 def measure_strided(
     device: str = "cpu",
     strides: Sequence[int] = STRIDES,
@@ -88,15 +104,7 @@ def measure_strided(
         samples: list[list[float]] = [[] for _ in strides]
         for _ in range(rounds):
             for i, view in enumerate(views):
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                start = time.perf_counter()
-                view.sum()
-                if device == "cuda":
-                    torch.cuda.synchronize()
-                elif device == "mps":
-                    torch.mps.synchronize()
-                samples[i].append(time.perf_counter() - start)
+                samples[i].append(_read_seconds(view, device))
     finally:
         torch.set_num_threads(threads)
     points = tuple(
