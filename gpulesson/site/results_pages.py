@@ -27,6 +27,12 @@ from pathlib import Path
 from gpulesson.results import datasheets
 from gpulesson.results.bundle import FLOPS_TOLERANCE, SCHEMA_VERSION, UNITS
 from gpulesson.results.compare import Sourced, across, load_dir
+from gpulesson.results.published_render import (
+    across_charts_html,
+    compare_published_data,
+    load_rows,
+    published_markdown,
+)
 from gpulesson.results.render import (
     across_to_markdown,
     browser_data,
@@ -52,9 +58,11 @@ def _notice(bundles: tuple[Sourced, ...]) -> str:
     if not bundles:
         return (
             '!!! note "No result bundles yet"\n'
-            "    No bundle has been committed under `results/` yet, so there is nothing to "
-            "show here. Make one with `gpulesson measure --out mine.json` and see "
-            "[Compare your machine](../compare/) for how to send it."
+            "    No bundle has been committed under `results/` yet, so no figure on this page "
+            "was measured by the project: the charts and tables show the course's "
+            "predictions and others' published measurements. Make a bundle with "
+            "`gpulesson measure --out mine.json` and see [Compare your machine](../compare/) "
+            "for how to send it."
         )
     if not gpus:
         return (
@@ -65,22 +73,33 @@ def _notice(bundles: tuple[Sourced, ...]) -> str:
     return ""
 
 
-def results_markdown(root: Path = RESULTS_DIR) -> str:
-    """The results page's body, from every bundle under ``root``."""
+def results_markdown(root: Path = RESULTS_DIR, published_file: Path | None = None) -> str:
+    """The results page's body: the charts across GPUs, every bundle under ``root``, then the
+    published measurements (``published_file``: a copy a test writes; by default the
+    package's, checked, so a malformed or unsourced row fails the build naming it)."""
+    rows = load_rows(published_file)
     bundles = load_results(root)
     parts = [_notice(bundles)] if _notice(bundles) else []
-    if not bundles:
-        return "\n\n".join(parts)
-    reference = sum(1 for b in bundles if b.source == "reference")
     parts += [
-        f"{len(bundles)} bundle(s): {reference} reference, {len(bundles) - reference} "
-        "community. Columns [1], [2], ... in the tables below are these bundles.",
-        bundles_markdown(bundles),
-        "### Headline figures",
-        across_to_markdown(across(bundles, headline_only=True)),
-        "### Every figure",
-        across_to_markdown(across(bundles, headline_only=False)),
+        "### Across GPUs: predicted, published, measured",
+        "Each chart is one headline figure per GPU: **predicted** by the course's model from "
+        "the datasheet (an upper bound for these figures), **published** by others (the "
+        "tables under *Published measurements*, each linked to its source) and **measured** "
+        "in this page's bundles, where one exists.",
+        across_charts_html(rows, bundles),
     ]
+    if bundles:
+        reference = sum(1 for b in bundles if b.source == "reference")
+        parts += [
+            "### Our bundles",
+            f"{len(bundles)} bundle(s): {reference} reference, {len(bundles) - reference} "
+            "community. Columns [1], [2], ... in the tables below are these bundles.",
+            bundles_markdown(bundles),
+            "### Headline figures",
+            across_to_markdown(across(bundles, headline_only=True)),
+            "### Every figure",
+            across_to_markdown(across(bundles, headline_only=False)),
+        ]
     if any(m.name.startswith("matmul.") for b in bundles for m in b.bundle.measurements):
         parts += [
             "### Matmul throughput by size",
@@ -90,13 +109,16 @@ def results_markdown(root: Path = RESULTS_DIR) -> str:
                 "the table above (the matmul rows).",
             ),
         ]
+    parts += ["### Published measurements", published_markdown(rows)]
     return "\n\n".join(parts)
 
 
-def compare_data(root: Path = RESULTS_DIR) -> dict:
-    """Everything compare.js needs: reference bundles, datasheet peaks, checks, display units."""
+def compare_data(root: Path = RESULTS_DIR, published_file: Path | None = None) -> dict:
+    """Everything compare.js needs: reference bundles, datasheet peaks, checks, display units,
+    and the published rows with the predictions per datasheet device and figure."""
     bundles = load_dir(root / "reference", "reference")
     data = browser_data(bundles, datasheets.all_rows())
+    data.update(compare_published_data(load_rows(published_file)))
     data["schema_version"] = SCHEMA_VERSION
     data["flops_tolerance"] = FLOPS_TOLERANCE
     data["display_scales"] = display_scales()
@@ -105,13 +127,13 @@ def compare_data(root: Path = RESULTS_DIR) -> dict:
     return data
 
 
-def compare_html(root: Path = RESULTS_DIR) -> str:
+def compare_html(root: Path = RESULTS_DIR, published_file: Path | None = None) -> str:
     """The compare page's interactive part; works with JavaScript only, says so without it.
 
     The course's throughput chart shows the reference bundles from the start (hidden while
     there is none) and the reader's series once a bundle is chosen.
     """
-    payload = script_json(compare_data(root))
+    payload = script_json(compare_data(root, published_file))
     references = load_dir(root / "reference", "reference")
     course_chart = to_html(
         throughput_chart(references, reader=True),
@@ -131,6 +153,8 @@ def compare_html(root: Path = RESULTS_DIR) -> str:
             "nothing is uploaded.</p>",
             '<div class="gl-compare-table"></div>',
             '<div class="gl-compare-chart"></div>',
+            '<div class="gl-compare-published"></div>',
+            '<div class="gl-compare-published-chart"></div>',
             f'<div class="gl-compare-course">{course_chart}</div>',
             "<noscript><p>This comparison runs in your browser and needs JavaScript. "
             "Without it, run <code>gpulesson compare mine.json</code> in a clone of the "
