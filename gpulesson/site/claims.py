@@ -18,8 +18,14 @@ published the figures it rests on (:mod:`gpulesson.site.facts`)::
   comparisons, ``and``/``or``/``not``, ``min``/``max``/``abs``. Nothing else
   parses, so a rule cannot run code.
 * ``needs="cuda"`` marks a claim about GPU figures: when its facts are absent
-  (a CPU build with no reference bundle to publish them), it is shown as
-  *not checked on this build* instead of failing.
+  (a CPU build with no reference bundle to publish them), it is recorded as
+  *not checked on this build* instead of failing, and the page does not show it:
+  a sentence is never printed with blanks where its numbers belong. Say what a
+  CPU build can say with predicted and published facts in a claim of its own
+  (:mod:`gpulesson.results.gpu_claims`); the measured sentence appears when a
+  measurement exists.
+* each claim records the kind of every number behind it (``kinds``: fact name ->
+  ``measured``, ``published``, ``predicted``...; see :data:`gpulesson.site.facts.KINDS`).
 
 A claim that holds prints its sentence with a small "checked" note naming
 the numbers; one that fails prints a visible warning admonition. Each claim is
@@ -91,6 +97,7 @@ class Claim:
     numbers: dict[str, Any] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     needs: str | None = None
+    kinds: dict[str, str] = field(default_factory=dict)  # fact name -> facts.KINDS entry
 
     def to_dict(self) -> dict[str, Any]:
         """The claim as plain JSON data (one entry of the build record's ``claims``)."""
@@ -277,20 +284,26 @@ def evaluate(text: str, rule: str, *, needs: str | None = None) -> Claim:
             )
         numbers = {n: known[n].value for n in wanted if n in known}
         units = {n: known[n].unit for n in numbers}
+        kinds = {n: known[n].kind for n in numbers}
         shown = _strip_fields(text)
-        result = Claim(page, block, shown, rule, NOT_CHECKED, numbers, units, needs)
+        result = Claim(page, block, shown, rule, NOT_CHECKED, numbers, units, needs, kinds)
     else:
         numbers = {n: known[n].value for n in wanted}
         units = {n: known[n].unit for n in wanted}
+        kinds = {n: known[n].kind for n in wanted}
         status = HOLDS if check_rule(rule, numbers) else FAILS
         shown = _FactFormatter(numbers).format(text)
-        result = Claim(page, block, shown, rule, status, numbers, units, needs)
+        result = Claim(page, block, shown, rule, status, numbers, units, needs, kinds)
     _record(result)
     return result
 
 
 def _strip_fields(text: str) -> str:
-    """The sentence with its unknown number fields shown as a dash."""
+    """The sentence with its unknown number fields shown as a dash (build record only).
+
+    A page never shows this text: :func:`to_markdown` prints nothing for a claim
+    whose numbers are missing.
+    """
     parts = []
     for literal, name, _, _ in string.Formatter().parse(text):
         parts.append(literal)
@@ -319,7 +332,14 @@ def numbers_text(c: Claim) -> str:
 
 
 def to_markdown(c: Claim) -> str:
-    """The claim as the page shows it: the sentence and its verdict."""
+    """The claim as the page shows it: the sentence and its verdict.
+
+    A claim not checked on this build (its measured numbers are absent) shows
+    nothing, so no sentence reaches a page with blanks where numbers belong.
+
+    >>> to_markdown(Claim("p", "b", "On the GPU, – tokens/s.", "x > 1", NOT_CHECKED, needs="cuda"))
+    ''
+    """
     detail = html.escape(f"Checked at build: {c.rule} with {numbers_text(c)}", quote=True)
     if c.status == HOLDS:
         return (
@@ -327,11 +347,7 @@ def to_markdown(c: Claim) -> str:
             "(checked on this build)</span>"
         )
     if c.status == NOT_CHECKED:
-        device = "a CUDA GPU" if c.needs == "cuda" else "a GPU"
-        return (
-            f'{c.text} <span class="gl-claim gl-claim-unchecked">(not checked on this build: '
-            f"it needs {device} or a reference result bundle)</span>"
-        )
+        return ""  # said only with its measurement: never a sentence with blanks
     body = f"{c.text}\n\nChecked against: `{c.rule}` with {numbers_text(c)}."
     indented = "\n".join(f"    {line}" if line else "" for line in body.splitlines())
     return (

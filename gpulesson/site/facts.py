@@ -44,6 +44,18 @@ from typing import Any
 
 FactValue = float | int | str | bool
 
+MEASURED = "measured"
+PUBLISHED = "published"
+PREDICTED = "predicted"
+CONSTANT = "constant"
+DERIVED = "derived"
+KINDS = (MEASURED, PUBLISHED, PREDICTED, CONSTANT, DERIVED)
+""" What a number is. ``measured``: computed by this build (or read from a result bundle of
+ours); ``published``: a measurement by others (``gpulesson/results/published.json``);
+``predicted``: a teaching model's figure from a datasheet; ``constant``: a cited fixed figure;
+``derived``: arithmetic on other facts. :func:`publish` defaults to ``measured``, because every
+fact published before kinds existed was a figure its block computed."""
+
 
 @dataclass(frozen=True)
 class Fact:
@@ -54,6 +66,7 @@ class Fact:
     unit: str
     page: str
     block_id: str
+    kind: str = MEASURED
 
     def to_dict(self) -> dict[str, Any]:
         """The fact as plain JSON data."""
@@ -127,16 +140,32 @@ def _check(name: str, value: Any) -> FactValue:
     return _check(name, number)
 
 
-def publish(name: str, value: Any, unit: str = "") -> Any:
+def _check_kind(name: str, kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"fact {name!r} has kind {kind!r}: use one of {', '.join(KINDS)}")
+    return kind
+
+
+def publish(name: str, value: Any, unit: str = "", kind: str = MEASURED) -> Any:
     """Publish ``value`` under ``name`` for the rest of the page; returns ``value``.
 
     Names are dotted, topic first (``roofline.bandwidth_roof``); ``unit`` is
     free text (``"GB/s"``, ``"x"``, ``"s"``). Publishing a name twice on one
-    page keeps the later value.
+    page keeps the later value. ``kind`` says what the number is (:data:`KINDS`).
+
+    >>> reset(); begin_page("p.md")
+    >>> _ = publish("gpu.peak", 9.895e14, "FLOP/s", kind=PREDICTED)
+    >>> get("gpu.peak").kind
+    'predicted'
+    >>> publish("gpu.peak", 1.0, kind="guessed")
+    Traceback (most recent call last):
+    ...
+    ValueError: fact 'gpu.peak' has kind 'guessed': use one of measured, published, predicted, \
+constant, derived
     """
     checked = _check(name, value)
     page = _page or "(no page)"
-    fact = Fact(name, checked, unit, page, _block or "(no block)")
+    fact = Fact(name, checked, unit, page, _block or "(no block)", _check_kind(name, kind))
     _pages.setdefault(page, {})[name] = fact
     _published.append(fact)
     return value
@@ -145,7 +174,7 @@ def publish(name: str, value: Any, unit: str = "") -> Any:
 def replay(page_facts: list[dict[str, Any]]) -> None:
     """Publish again what a cached block published when it ran (see the module docstring)."""
     for data in page_facts:
-        publish(data["name"], data["value"], data.get("unit", ""))
+        publish(data["name"], data["value"], data.get("unit", ""), data.get("kind", MEASURED))
 
 
 def restore(page_facts: list[dict[str, Any]]) -> None:
@@ -167,6 +196,7 @@ def restore(page_facts: list[dict[str, Any]]) -> None:
             unit=data.get("unit", ""),
             page=data["page"],
             block_id=data["block_id"],
+            kind=_check_kind(data["name"], data.get("kind", MEASURED)),
         )
         _pages.setdefault(fact.page, {})[fact.name] = fact
 
@@ -212,5 +242,5 @@ def page_digest(page: str | None = None) -> str:
     False
     """
     facts = page_facts(page)
-    data = [[f.name, f.value, f.unit] for f in sorted(facts.values(), key=lambda f: f.name)]
+    data = [[f.name, f.value, f.unit, f.kind] for f in sorted(facts.values(), key=lambda f: f.name)]
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()
