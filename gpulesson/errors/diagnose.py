@@ -371,8 +371,9 @@ def oom_verdict(
     4. ``fragmentation`` again: neither alone holds the request (the segment, for the free
        memory) but the free memory and the cache together do, so the live tensors plus
        the request fit in what this process could have; only the pieces are too small.
-       Not when other processes hold more than half of the card (``held_elsewhere_bytes``, from the message): then the
-       free memory is theirs to take too, and the reading stays exhaustion.
+       Not when other processes hold more than half of the card
+       (``held_elsewhere_bytes``, from the message): then the free memory is theirs to
+       take too, and the reading stays exhaustion.
     5. ``exhaustion``: neither could hold it; the working set is too large.
 
     >>> from gpulesson.units import GIB, MIB
