@@ -144,6 +144,8 @@ class AttentionTime:
     seq_len: int
     standard_s: float
     sdpa_s: float
+    standard_samples_s: tuple[float, ...] = ()
+    sdpa_samples_s: tuple[float, ...] = ()
 
 
 def time_attention(
@@ -201,6 +203,8 @@ def _time_attention(
                 seq_len=n,
                 standard_s=statistics.median(times["standard"][1:]),
                 sdpa_s=statistics.median(times["sdpa"][1:]),
+                standard_samples_s=tuple(times["standard"][1:]),
+                sdpa_samples_s=tuple(times["sdpa"][1:]),
             )
         )
     return tuple(rows)

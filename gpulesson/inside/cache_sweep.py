@@ -47,6 +47,8 @@ class SweepPoint:
 
     working_set_bytes: int
     bytes_per_s: float
+    bytes_read: int = 0  # per sample
+    samples_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -211,6 +213,8 @@ def measure_sweep(
         SweepPoint(
             working_set_bytes=size,
             bytes_per_s=views[i].numel() * 4 / statistics.median(samples[i]),
+            bytes_read=views[i].numel() * 4,
+            samples_s=tuple(samples[i]),
         )
         for i, size in enumerate(sizes)
     )

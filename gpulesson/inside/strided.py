@@ -34,6 +34,7 @@ class StridePoint:
     stride: int
     elements: int
     median_s: float
+    samples_s: tuple[float, ...] = ()
 
     @property
     def useful_bytes_per_s(self) -> float:
@@ -108,7 +109,12 @@ def measure_strided(
     finally:
         torch.set_num_threads(threads)
     points = tuple(
-        StridePoint(stride=s, elements=views[i].numel(), median_s=statistics.median(samples[i]))
+        StridePoint(
+            stride=s,
+            elements=views[i].numel(),
+            median_s=statistics.median(samples[i]),
+            samples_s=tuple(samples[i]),
+        )
         for i, s in enumerate(strides)
     )
     return StrideSweep(device=device, tensor_bytes=size, points=points)

@@ -50,6 +50,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_precision",
     "gpulesson.results.entries_profiling",
     "gpulesson.results.entries_feeding",
+    "gpulesson.results.entries_inside",
 )
 
 # Share of free device memory (or available RAM) one entry's buffers may take.
