@@ -268,6 +268,150 @@
     });
   }
 
+  /* --- published rows and predictions for the reader's own device ----------------------
+     Everything here is looked up in the page's data (gpulesson.results.published_render):
+     the datasheet row the reader's device matches (the bundle's datasheet_id, else its
+     name against each row's name patterns, as gpulesson.results.datasheets.lookup does),
+     the prediction the package computed for that row and figure, and which device's
+     published rows stand beside it (its own, or the nearest reference GPU the build chose). */
+
+  function normalizeName(name) {
+    return String(name).replace(/\s+/g, " ").trim().toLowerCase().replace(/^nvidia /, "");
+  }
+
+  function matchDevice(bundle, data) {
+    var p = bundle.provenance;
+    if (p.datasheet_id && own(data.name_keys, p.datasheet_id)) { return p.datasheet_id; }
+    var name = normalizeName(p.device_name);
+    var found = Object.keys(data.name_keys).filter(function (id) {
+      var keys = own(data.name_keys, id);
+      return keys.patterns.some(function (pattern) {
+        try { return new RegExp("^(?:" + pattern + ")$").test(name); } catch (e) { return false; }
+      });
+    });
+    return found.length === 1 ? found[0] : null;
+  }
+
+  function link(row) {
+    var safe = /^https:\/\/\S+$/.test(row.source);
+    return safe ? el("a", { href: row.source, text: row.publisher }) : document.createTextNode(row.publisher);
+  }
+
+  /* One row per headline figure of the reader's: theirs, the prediction for their device,
+     theirs over it, and the published rows for the same device or the nearest one. */
+  function publishedRows(bundle, data, device) {
+    var predictions = device ? own(data.predictions, device) : undefined;
+    var beside = device ? own(data.published_for, device) : undefined;
+    return bundle.measurements.filter(function (m) { return m.headline; }).map(function (m) {
+      var predicted = predictions ? own(predictions, m.name) : undefined;
+      var entry = m.name.split(".")[0];
+      var reason = null;
+      if (!device) { reason = "no datasheet row matches this device"; }
+      else if (!predicted) { reason = own(data.no_model, entry) || "no model for this figure"; }
+      else if (own(predicted, "reason") !== undefined) { reason = predicted.reason; predicted = null; }
+      if (predicted && predicted.unit !== m.unit) { reason = "no model in this unit"; predicted = null; }
+      var chosen = beside ? own(beside, m.name) : undefined;
+      var pubs = chosen ? chosen.rows.map(function (i) { return data.published[i]; })
+        .filter(function (r) { return r && r.bundle_unit === m.unit; }) : [];
+      var values = [m.value].concat(predicted ? [predicted.value] : [],
+        pubs.map(function (r) { return r.value_in_bundle_unit; }));
+      return {
+        name: m.name, label: m.label || m.name, unit: m.unit, value: m.value,
+        scale: displayUnit(m.unit, values, data.display_scales),
+        predicted: predicted || null, reason: reason,
+        published: pubs, same: chosen ? chosen.same : null,
+        publishedDevice: chosen && pubs.length ? pubs[0].device_name : null
+      };
+    });
+  }
+
+  function drawPublished(box, chartBox, bundle, data) {
+    var device = matchDevice(bundle, data);
+    var sheet = device ? own(data.name_keys, device) : null;
+    var rows = publishedRows(bundle, data, device);
+    var mine = "yours: " + bundle.provenance.device_name;
+    var head = ["measurement", "unit", mine, "predicted for " + (sheet ? sheet.name : "your device"),
+      "yours ÷ predicted", "published (GPU)", "published", "source, retrieved"]
+      .map(function (t) { return el("th", { scope: "col", text: t }); });
+    var body = rows.map(function (r) {
+      var scale = r.scale;
+      var pubCells = r.published.length ? r.published : [null];
+      return pubCells.map(function (pub, i) {
+        var cells = [];
+        if (i === 0) {
+          var span = String(pubCells.length);
+          cells.push(el("th", { scope: "row", rowspan: span, text: r.label }));
+          cells.push(el("td", { rowspan: span, text: scale[0] }));
+          cells.push(el("td", { rowspan: span, "data-mine-published": r.name, text: formatNumber(r.value / scale[1]) }));
+          cells.push(el("td", { rowspan: span, "data-predicted": r.name,
+            title: r.predicted ? r.predicted.model + ": " + r.predicted.arithmetic : "",
+            text: r.predicted ? formatNumber(r.predicted.value / scale[1]) + " (" + r.predicted.kind + ")" : r.reason.split(":")[0] }));
+          cells.push(el("td", { rowspan: span, text: r.predicted && r.predicted.value > 0 ? formatNumber(r.value / r.predicted.value) + "x" : "—" }));
+        }
+        if (pub) {
+          var who = pub.device_name + (r.same ? "" : " (nearest reference GPU with published rows)");
+          cells.push(el("td", { "data-published": r.name, text: who }));
+          cells.push(el("td", { text: formatNumber(pub.value_in_bundle_unit / scale[1]) }));
+          cells.push(el("td", {}, [link(pub), ", " + pub.retrieved]));
+        } else {
+          cells.push(el("td", { text: "—" }), el("td", { text: "—" }), el("td", { text: "no published row for this figure" }));
+        }
+        return el("tr", {}, cells);
+      });
+    }).reduce(function (a, b) { return a.concat(b); }, []);
+    var caption = "Your " + bundle.provenance.device_name + " beside the course's prediction for " +
+      (sheet ? sheet.name + " (datasheet " + device + ")" : "no datasheet row (none matches this device)") +
+      " and others' published measurements";
+    var table = el("table", { "data-gl-compare-published": "" }, [
+      el("caption", { text: caption }), el("thead", {}, [el("tr", {}, head)]), el("tbody", {}, body)
+    ]);
+    box.replaceChildren(el("div", { class: "md-typeset__scrollwrap" }, [
+      el("div", { class: "md-typeset__table" }, [table])
+    ]));
+    drawPublishedCharts(chartBox, rows, bundle, data);
+    return rows;
+  }
+
+  /* The reader's value drawn beside the prediction and the published rows, per figure. */
+  function drawPublishedCharts(box, rows, bundle, data) {
+    var template = data.charts.headline;
+    var colours = data.kind_colours;
+    var charts = rows.filter(function (r) { return r.predicted || r.published.length; }).map(function (r) {
+      var unit = r.scale[0];
+      function bar(series, value, kind) {
+        return { series: series, colour: own(colours, kind), reader: kind === "measured",
+          shown: value / r.scale[1], text: formatNumber(value / r.scale[1]) + " " + unit };
+      }
+      var bars = [bar("yours: " + bundle.provenance.device_name, r.value, "measured")];
+      if (r.predicted) { bars.push(bar("predicted: " + r.predicted.kind, r.predicted.value, "predicted")); }
+      r.published.forEach(function (pub) {
+        bars.push(bar("published: " + pub.device_name + " (" + pub.publisher + ")", pub.value_in_bundle_unit, "published"));
+      });
+      var values = bars.map(function (b) { return b.shown; });
+      var top = Math.max.apply(null, values);
+      var title = r.label + " (" + unit + "): yours, predicted, published";
+      var summary = title + ": " + bars.map(function (b) { return b.series + " " + b.text; }).join("; ");
+      var spec = clone(template);
+      spec.title = title;
+      spec.description = summary;
+      spec.datasets.bars = bars;
+      spec.height = bars.length * template.usermeta.gl_bar_px;
+      spec.encoding.x.title = unit;
+      spec.encoding.x.scale = { type: "linear", domainMax: top * 1.3 };
+      var figure = el("figure", { class: "gl-chart gl-compare-figure", "data-gl-chart": "" }, [
+        el("div", { class: "gl-chart-view", role: "img", "aria-label": summary }),
+        el("figcaption", { text: r.label + ": yours beside the prediction and the published rows in the table above." })
+      ]);
+      return { figure: figure, spec: spec };
+    });
+    if (!charts.length) {
+      box.replaceChildren(el("p", { text: "No prediction or published row exists for these figures, so there is nothing to chart." }));
+      return;
+    }
+    box.replaceChildren.apply(box, charts.map(function (c) { return c.figure; }));
+    charts.forEach(function (c) { window.glCharts.render(c.figure, c.spec); });
+  }
+
   /* --- wiring -------------------------------------------------------------------------- */
 
   function start() {
@@ -279,6 +423,8 @@
     var status = root.querySelector(".gl-compare-status");
     var tableBox = root.querySelector(".gl-compare-table");
     var chartBox = root.querySelector(".gl-compare-chart");
+    var publishedBox = root.querySelector(".gl-compare-published");
+    var publishedChartBox = root.querySelector(".gl-compare-published-chart");
     input.addEventListener("change", function () {
       var file = input.files && input.files[0];
       if (!file) { return; }
@@ -287,6 +433,8 @@
         status.textContent = "Refused " + file.name + ": " + String(error && error.message || error);
         tableBox.replaceChildren();
         chartBox.replaceChildren();
+        publishedBox.replaceChildren();
+        publishedChartBox.replaceChildren();
         try { overlay(root, null); } catch (ignored) { /* the refusal above is what counts */ }
       }
       file.text().then(function (text) {
@@ -302,6 +450,7 @@
           var rows = buildRows(bundle, data);
           drawTable(tableBox, rows, bundle, data);
           drawCharts(chartBox, rows, bundle, data);
+          drawPublished(publishedBox, publishedChartBox, bundle, data);
           overlay(root, bundle);
         } catch (error) {
           refuse(new Error("this page cannot show it (" + error.message + "); check it with gpulesson compare"));

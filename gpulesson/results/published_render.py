@@ -399,4 +399,5 @@ def compare_published_data(rows: Sequence[published.Published]) -> dict[str, Any
             for row in datasheets.all_rows()
         },
         "published_for": published_for,
+        "kind_colours": dict(zip(KINDS, KIND_COLOURS, strict=True)),
     }
