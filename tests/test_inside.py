@@ -1,0 +1,250 @@
+"""gpulesson.inside: occupancy against NVIDIA's documented cases, waves, the attention byte
+counts against the FlashAttention paper, the sweep's step rule on sweeps with and without
+steps, the cited limits file, the renderers and the suite entries."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+
+import pytest
+
+from gpulesson.inside import limits
+from gpulesson.inside.attention_io import (
+    block_columns,
+    flash_elements,
+    growth_exponent,
+    measure_peaks,
+    standard_elements,
+)
+from gpulesson.inside.cache_sweep import (
+    SweepPoint,
+    find_steps,
+    nearest_step_factor,
+    parse_size,
+    smoothed,
+    sweep_sizes,
+)
+from gpulesson.inside.occupancy import occupancy
+from gpulesson.inside.render import gpus_markdown, occupancy_lab_html, sweep_markdown
+from gpulesson.inside.strided import measure_strided
+from gpulesson.inside.waves import waves
+
+# --- occupancy: cases from NVIDIA's documentation -------------------------------------------
+# BPG: CUDA C++ Best Practices Guide, "Calculating Occupancy" (compute capability 7.0, 37
+# registers per thread: 75% with 128-thread blocks, 63% with 320-thread blocks). PG: the CUDA
+# C++ Programming Guide's table of per-SM limits by compute capability, with the allocation
+# rules of cuda_occupancy.h (registers per warp rounded up to 256 in 4 sub-partitions; shared
+# memory plus the 1 KB reserved per block from 8.0 on, rounded up to 128 bytes).
+CITED = [
+    # (cc, threads, registers, shared bytes) -> (blocks per SM, warps per SM, limited by)
+    (("7.0", 128, 37, 0), (12, 48, "registers")),  # BPG: 75%
+    (("7.0", 320, 37, 0), (4, 40, "registers")),  # BPG: 63% (40 of 64 warps)
+    (("7.5", 32, 16, 0), (16, 16, "blocks")),  # PG: 16 blocks per SM on Turing
+    (("8.6", 1024, 32, 0), (1, 32, "warps")),  # PG: 1536 threads (48 warps) per SM on 8.6
+    (("8.0", 256, 32, 0), (8, 64, "warps")),  # PG: 64K registers fill 64 warps at 32/thread
+    (("8.0", 256, 64, 0), (4, 32, "registers")),  # 65,536 / (64 x 256) = 4 blocks
+    (("8.0", 128, 32, 48 * 1024), (3, 12, "shared memory")),  # 164 KB / (48 + 1 KB)
+    (("9.0", 128, 255, 0), (2, 8, "registers")),  # 255 x 32 -> 8,192 per warp: 2 per sub
+    (("8.0", 1024, 65, 0), (0, 0, "registers")),  # 2,304 x 32 warps > 64K: cannot launch
+]
+
+
+@pytest.mark.parametrize(("config", "expected"), CITED, ids=[str(c[0]) for c in CITED])
+def test_occupancy_matches_nvidia_s_documented_cases(config, expected):
+    cc, threads, regs, shared = config
+    o = occupancy(
+        cc, threads_per_block=threads, registers_per_thread=regs, shared_per_block_bytes=shared
+    )
+    assert (o.blocks_per_sm, o.warps_per_sm, o.limited_by) == expected
+
+
+def test_the_best_practices_guide_percentages():
+    a = occupancy("7.0", threads_per_block=128, registers_per_thread=37)
+    b = occupancy("7.0", threads_per_block=320, registers_per_thread=37)
+    assert a.occupancy == 0.75
+    assert b.occupancy == 40 / 64 and abs(b.occupancy - 0.63) < 0.01  # the guide rounds to 63%
+
+
+def test_one_more_register_per_thread_can_cost_a_quarter_of_the_warps():
+    at_32 = occupancy("8.0", threads_per_block=256, registers_per_thread=32)
+    at_33 = occupancy("8.0", threads_per_block=256, registers_per_thread=33)
+    assert (at_32.warps_per_sm, at_33.warps_per_sm) == (64, 48)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"threads_per_block": 0, "registers_per_thread": 32}, "threads_per_block=0"),
+        ({"threads_per_block": 128, "registers_per_thread": 256}, "registers_per_thread=256"),
+        (
+            {"threads_per_block": 128, "registers_per_thread": 32, "shared_per_block_bytes": -1},
+            "shared_per_block_bytes=-1",
+        ),
+    ],
+)
+def test_occupancy_refuses_out_of_range_input_naming_it(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        occupancy("8.0", **kwargs)
+
+
+def test_an_unknown_compute_capability_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"no compute capability '6.1': use one of 7.0"):
+        occupancy("6.1", threads_per_block=128, registers_per_thread=32)
+
+
+# --- the cited data file ---------------------------------------------------------------------
+
+
+def test_every_limit_and_gpu_row_cites_a_known_https_source():
+    raw = limits.raw()
+    rows = [*raw["compute_capabilities"].values(), *raw["gpus"].values(), raw["granularity"]]
+    for row in rows:
+        assert limits.source_url(row["source"]).startswith("https://")
+    with pytest.raises(ValueError, match="unknown source 'nope'"):
+        limits.source_url("nope")
+
+
+def test_the_reference_gpus_have_datasheet_rows_and_sensible_limits():
+    for g in limits.gpus():
+        cc = limits.compute_capability(g.compute_capability)
+        assert g.sm_count > 0 and g.l2_bytes > 2**20
+        assert cc.max_warps_per_sm * 32 == cc.max_threads_per_sm
+    assert "| NVIDIA H100 SXM5 | 9.0 | 132 | 32 | 64 | 65,536 | 228 | 50 | 3,350 |" in (
+        gpus_markdown(limits.gpus())
+    )
+
+
+def test_the_lab_carries_the_same_limits_the_function_uses():
+    box = occupancy_lab_html()
+    data = json.loads(html.unescape(box.split('data-limits="', 1)[1].split('"', 1)[0]))
+    assert set(data) == set(limits.raw()["compute_capabilities"])
+    cc = limits.compute_capability("9.0")
+    assert data["9.0"]["sharedPerSm"] == cc.shared_per_sm_bytes
+    assert data["9.0"]["maxWarps"] == cc.max_warps_per_sm
+    assert "<script" not in box and "on" + "input" not in box
+
+
+# --- waves -----------------------------------------------------------------------------------
+
+
+def test_4097_needs_an_extra_wave_on_an_h100_and_4096_fills_its_tiles():
+    a = waves(4096, 4096, tile_m=256, tile_n=128, sm_count=132)
+    b = waves(4097, 4097, tile_m=256, tile_n=128, sm_count=132)
+    assert (a.tiles, a.waves, b.tiles, b.waves) == (512, 4, 561, 5)
+    assert b.efficiency < a.efficiency <= 1.0
+
+
+def test_a_tile_count_that_fills_whole_waves_is_fully_efficient():
+    w = waves(1024, 1024, tile_m=128, tile_n=128, sm_count=64)
+    assert (w.tiles, w.waves, w.efficiency) == (64, 1, 1.0)
+    with pytest.raises(ValueError, match="sm_count=0"):
+        waves(8, 8, tile_m=8, tile_n=8, sm_count=0)
+
+
+# --- attention bytes against the paper (Dao et al. 2022, Theorem 2) ---------------------------
+
+
+@pytest.mark.parametrize("d", [32, 64, 128])
+def test_standard_attention_is_theta_nd_plus_n_squared(d):
+    for n in (128, 1024, 8192):
+        assert standard_elements(n, d) == 4 * (n * d + n * n)
+
+
+@pytest.mark.parametrize(("d", "sram"), [(64, 100 * 1024 // 2), (128, 228 * 1024 // 2)])
+def test_flashattention_is_theta_n2_d2_over_m(d, sram):
+    # Once N spans many key/value blocks, the count over N^2 d^2 / M settles at the
+    # constant of the passes: 3 element reads/writes per pass x 4d per block column.
+    ratios = [flash_elements(n, d, sram) / (n * n * d * d / sram) for n in (2**14, 2**16, 2**18)]
+    assert all(11 <= r <= 13.5 for r in ratios)
+    assert ratios[-1] == pytest.approx(12, rel=0.02)
+
+
+def test_flashattention_moves_fewer_elements_when_d_squared_is_well_under_m():
+    n, d, sram = 16384, 64, 100 * 1024 // 2
+    assert d * d < sram
+    # 4N^2 against 12 N^2 d^2 / M: FlashAttention saves about M / 3d^2 of the traffic
+    saving = standard_elements(n, d) / flash_elements(n, d, sram)
+    assert saving == pytest.approx(sram / (3 * d * d), rel=0.05)
+    assert block_columns(d, sram) == math.ceil(sram / (4 * d))
+    with pytest.raises(ValueError, match="under 4d=256"):
+        block_columns(64, 100)
+
+
+def test_traced_peaks_grow_quadratically_for_explicit_attention_and_linearly_for_sdpa():
+    peaks = measure_peaks((128, 256, 512), head_dim=16, heads=1)
+    ns = [p.seq_len for p in peaks]
+    assert growth_exponent(ns, [p.standard_peak_bytes for p in peaks]) > 1.5
+    assert growth_exponent(ns, [p.sdpa_peak_bytes for p in peaks]) == pytest.approx(1.0, abs=0.2)
+
+
+# --- the sweep's step rule ----------------------------------------------------------------
+
+
+def _sweep(levels: list[tuple[int, float]], sizes: tuple[int, ...]) -> list[SweepPoint]:
+    """A synthetic sweep: the bandwidth of the first level whose size holds the working set."""
+    points = []
+    for size in sizes:
+        bw = next((b for cap, b in levels if size <= cap), levels[-1][1])
+        points.append(SweepPoint(working_set_bytes=size, bytes_per_s=bw))
+    return points
+
+
+SIZES = sweep_sizes(8 * 1024, 128 * 2**20)
+
+
+def test_a_sweep_with_two_cache_levels_has_two_steps_at_their_sizes():
+    sweep = _sweep([(2**20, 100e9), (8 * 2**20, 70e9), (2**40, 15e9)], SIZES)
+    steps = find_steps(sweep)
+    assert len(steps) == 2
+    assert nearest_step_factor(steps, 2**20) <= 2
+    assert nearest_step_factor(steps, 8 * 2**20) <= 2
+
+
+def test_a_flat_or_noisy_sweep_has_no_step_and_the_l2_claim_fails():
+    flat = [SweepPoint(working_set_bytes=s, bytes_per_s=50e9) for s in SIZES]
+    assert find_steps(flat) == ()
+    # noise of +-8% around one level, and one size a busy neighbour slowed 10x
+    noisy = [
+        SweepPoint(working_set_bytes=s, bytes_per_s=50e9 * (1.08 if i % 2 else 0.92))
+        for i, s in enumerate(SIZES)
+    ]
+    noisy[10] = SweepPoint(working_set_bytes=SIZES[10], bytes_per_s=5e9)
+    assert find_steps(noisy) == ()
+    assert nearest_step_factor(find_steps(noisy), 2**20) is None
+
+
+def test_a_single_step_far_from_l2_is_more_than_a_factor_two_away():
+    sweep = _sweep([(16 * 2**20, 80e9), (2**40, 10e9)], SIZES)
+    steps = find_steps(sweep)
+    assert len(steps) == 1
+    assert nearest_step_factor(steps, 2**20) > 2
+
+
+def test_smoothing_removes_one_dip_but_keeps_a_level():
+    pts = [
+        SweepPoint(working_set_bytes=i, bytes_per_s=b) for i, b in enumerate((9, 9, 1, 9, 1, 1, 1))
+    ]
+    assert [p.bytes_per_s for p in smoothed(pts)] == [9, 9, 9, 1, 1, 1, 1]
+
+
+def test_sysfs_sizes_parse_and_bad_ones_say_what_was_expected():
+    assert parse_size("32K\n") == 32 * 1024
+    with pytest.raises(ValueError, match="expected digits with K, M or G"):
+        parse_size("lots")
+
+
+def test_the_sweep_table_escapes_the_device_name():
+    from gpulesson.inside.cache_sweep import Sweep
+
+    s = Sweep(device="<b>cpu</b>", rounds=1, points=tuple(_sweep([(2**40, 1e9)], SIZES[:2])))
+    assert "<b>" not in sweep_markdown(s, ())
+
+
+def test_strided_reads_report_every_stride_and_refuse_an_unmeasured_one():
+    r = measure_strided("cpu", strides=(1, 4), tensor_bytes=2**20, rounds=1)
+    assert [p.stride for p in r.points] == [1, 4]
+    assert r.points[1].elements == r.points[0].elements // 4
+    with pytest.raises(ValueError, match="stride 16 was not measured: use one of 1, 4"):
+        r.bandwidth(16)
