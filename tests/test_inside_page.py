@@ -1,0 +1,78 @@
+"""The Inside-the-GPU lesson: blocks run, claims hold and can fail, the quiz reads its numbers.
+
+The blocks run in page order as the build runs them (same page, same facts). Claims about
+this build's measurements must hold and be able to fail (the claims module perturbs each
+number under a rule).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpulesson.site import claims, content, facts, quiz_values, quizzes
+from tests.conftest import REPO
+from tests.lesson_blocks import run_page
+
+STEM = "inside-gpu"
+
+
+@pytest.fixture(scope="module")
+def page():
+    run = run_page(STEM)
+    yield run
+    facts.reset()
+    content.reset()
+
+
+def test_every_block_has_a_lesson_id_and_prints_something(page):
+    assert len(page.printed) >= 15
+    assert all(block_id.startswith("inside-") for block_id in page.printed)
+    assert all(out.strip() for out in page.printed.values())
+
+
+def test_the_claims_hold_and_could_fail(page):
+    assert len(page.claims) >= 9
+    assert [c.text for c in page.claims if c.status != claims.HOLDS] == []
+    assert [c.rule for c in page.claims if not claims.can_fail(c)] == []
+
+
+def test_the_sweep_reaches_past_the_caches_and_names_what_the_kernel_reports(page):
+    out = page.printed["inside-sweep"]
+    assert "| 8 KiB |" in out and "| 128 MiB |" in out
+    assert "Steps found:" in out
+    values = page.values()
+    assert values["inside.sweep_steps"] >= 2
+    assert values["inside.sweep_fastest_gbs"] > values["inside.sweep_largest_gbs"]
+
+
+def test_the_attention_peaks_are_measured_at_four_lengths(page):
+    out = page.printed["inside-attention-peaks"]
+    for n in ("256", "512", "1,024", "2,048"):
+        assert f"| {n} |" in out
+    assert page.values()["inside.std_peak_exponent"] > 1.5
+
+
+def test_the_occupancy_lab_is_on_the_page_with_its_table(page):
+    out = page.printed["inside-occupancy"]
+    assert '<div class="gl-occupancy" data-limits="' in out
+    assert "| 7.0 | 128 | 37 |" in out
+
+
+def test_the_formats_error_table_runs_every_format_this_torch_has(page):
+    out = page.printed["inside-quant"]
+    for name in ("bf16", "fp8 E4M3", "fp8 E5M2", "MXFP8", "MXFP4", "NVFP4"):
+        assert f"| {name}" in out
+    assert "emulated" in out
+
+
+def test_the_quiz_reads_the_peak_ratio_the_page_published(page):
+    questions = content.load(REPO / "docs").quizzes[STEM]
+    templated = [q for q in questions if q.facts]
+    assert (
+        templated
+        and templated[0].facts == ("inside.peak_ratio_largest",)
+        or list(templated[0].facts) == ["inside.peak_ratio_largest"]
+    )
+    values = quiz_values.decades({"x": page.values()["inside.peak_ratio_largest"]})
+    text = quizzes.section_markdown(STEM, page.values())
+    assert values["value"] in text
