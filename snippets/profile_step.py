@@ -74,15 +74,23 @@ def profile_callable(
     return prof
 
 
+def device_field(e, name: str) -> float:
+    """A profiler row's device column: torch 2.4 renamed ``*_cuda_*`` to ``*_device_*``."""
+    if hasattr(e, name):
+        return getattr(e, name)
+    return getattr(e, name.replace("device", "cuda"))
+
+
 def print_top_ops(prof: profile, device: torch.device, top: int = 10) -> None:
     """Print the ops with the most self time: calls, self and total milliseconds, share."""
     on_cuda = device.type == "cuda"
 
     def self_us(e) -> float:  # CUDA: the op's own kernels; elsewhere: its own CPU time
-        return e.self_device_time_total if on_cuda else e.self_cpu_time_total
+        return device_field(e, "self_device_time_total") if on_cuda else e.self_cpu_time_total
 
     def self_mib(e) -> float:  # bytes the op allocated minus freed itself, in 2**20 bytes
-        return (e.self_device_memory_usage if on_cuda else e.self_cpu_memory_usage) / 2**20
+        own = device_field(e, "self_device_memory_usage") if on_cuda else e.self_cpu_memory_usage
+        return own / 2**20
 
     memory = bool(getattr(prof, "profile_memory", False))
     rows = sorted(prof.key_averages(), key=self_us, reverse=True)
@@ -91,7 +99,7 @@ def print_top_ops(prof: profile, device: torch.device, top: int = 10) -> None:
     head = f"{'op':44} {'calls':>6} {'self ms':>9} {'total ms':>9} {'share':>7}"
     print(head + (f" {'self MiB':>9}" if memory else ""))
     for e in rows[:top]:
-        total_us = e.device_time_total if on_cuda else e.cpu_time_total
+        total_us = device_field(e, "device_time_total") if on_cuda else e.cpu_time_total
         share = self_us(e) / everything_us if everything_us else 0.0
         name = e.key if len(e.key) <= 44 else e.key[:41] + "..."
         line = (

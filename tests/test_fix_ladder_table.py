@@ -119,3 +119,26 @@ def test_a_table_the_schema_refuses_names_the_entry_and_field(tmp_path, edit, me
 )
 def test_names_the_schema_cannot_check_are_checked_in_code_alike(tmp_path, edit, message):
     assert _error(tmp_path, edit).startswith(message)
+
+
+def _rung(key: str) -> fix_ladder.Rung:
+    return next(r for r in fix_ladder.FIX_LADDER if r.key == key)
+
+
+def test_accumulation_names_its_throughput_cost_and_the_loss_normalisation():
+    """A second expert reading: accumulation is not free, and summed losses need the token count."""
+    cost = _rung("accumulation").cost
+    assert "throughput" in cost and "total token count" in cost
+    assert "nothing" not in _rung("batch").cost
+
+
+def test_the_release_note_does_not_offer_empty_cache_as_memory_for_this_process():
+    """PyTorch's CUDA notes: releasing cached blocks cannot give this process more memory."""
+    note = fix_ladder._TABLE.restart_note
+    assert "gc.collect()" in note and "`del`" in note
+    assert "frees nothing for this one" in note
+
+
+def test_mixed_precision_does_not_promise_half_the_activations():
+    """The mixed-precision lesson measures about two thirds, and calls half a lower bound."""
+    assert "roughly by half" not in _rung("mixed_precision").what_it_cuts

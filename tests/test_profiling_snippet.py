@@ -105,3 +105,21 @@ def test_on_cuda_the_table_is_kernel_time_and_the_snapshot_is_written(run_snippe
     assert result.returncode == 0, result.stderr
     assert "on cuda" in result.stdout and "self CUDA time" in result.stdout
     assert snapshot.stat().st_size > 0
+
+
+def test_device_columns_are_read_under_the_name_the_installed_torch_has():
+    """torch 2.4 renamed the ``*_cuda_*`` columns to ``*_device_*``; 2.2 and 2.3 have the old."""
+    field = _snippet().device_field
+
+    class Old:  # a torch 2.2-2.3 profiler row
+        self_cuda_time_total = 7.0
+        self_cuda_memory_usage = 2048
+
+    class New:  # torch 2.4 and later
+        self_device_time_total = 5.0
+        self_device_memory_usage = 1024
+
+    assert field(Old(), "self_device_time_total") == 7.0
+    assert field(Old(), "self_device_memory_usage") == 2048
+    assert field(New(), "self_device_time_total") == 5.0
+    assert field(New(), "self_device_memory_usage") == 1024
