@@ -55,11 +55,21 @@ def test_changing_a_number_under_a_claim_flips_its_verdict():
     )
 
 
-def test_a_gpu_claim_without_gpu_facts_is_not_checked_and_says_so():
+def test_a_gpu_claim_without_gpu_facts_is_recorded_as_not_checked_and_not_shown():
     out = claims.claim("The GPU wins by {bench.gpu_x:.0f}x.", "bench.gpu_x >= 10", needs="cuda")
-    assert "not checked on this build" in out and "CUDA GPU" in out
-    assert "The GPU wins by –x." in out
-    assert claims.claims()[0].status == claims.NOT_CHECKED
+    assert out == ""  # never a sentence with a blank where its number belongs
+    recorded = claims.claims()[0]
+    assert recorded.status == claims.NOT_CHECKED and recorded.text == "The GPU wins by –x."
+
+
+def test_a_gpu_claim_shows_once_its_measured_fact_exists_with_its_kind():
+    facts.publish("bench.gpu_x", 40.0, "x")
+    facts.publish("bench.peak", 10.0, "x", kind=facts.PREDICTED)
+    out = claims.claim(
+        "The GPU wins by {bench.gpu_x:.0f}x.", "bench.gpu_x >= bench.peak", needs="cuda"
+    )
+    assert out.startswith("The GPU wins by 40x.") and "checked on this build" in out
+    assert claims.claims()[0].kinds == {"bench.gpu_x": "measured", "bench.peak": "predicted"}
 
 
 def test_a_claim_on_a_missing_fact_fails_loudly_naming_what_exists():

@@ -242,7 +242,9 @@ def test_gpu_pages_warn_unless_built_on_cuda(monkeypatch, device_type, warned):
     out = site_hooks.on_page_markdown(markdown, page, None, None)
     assert out.startswith("# Title\n")
     assert 'class="gl-stamp"' in out
-    assert ("GPU figures were not measured in this build" in out) is warned
+    assert "GPU figures were not measured in this build" not in out  # one stamp line instead
+    assert "GPU figures on this page: predicted" in out
+    assert ("none measured on this build" in out) is warned
 
 
 def test_pages_without_executed_code_are_left_alone(monkeypatch):

@@ -97,6 +97,8 @@ def kinds_line(rows: Sequence[predict.TableRow]) -> str:
     'GPU figures in this table: predicted, published; none measured on this build.'
     """
     found = kinds(rows)
+    if not found:
+        return "No GPU figure in this table: the course has no model for it (below)."
     tail = "" if "measured" in found else "; none measured on this build"
     return f"GPU figures in this table: {', '.join(found)}{tail}."
 
@@ -114,8 +116,8 @@ def rows_markdown(
         for r in predict.table_rows(figure, bundles)
         if isinstance(r.predicted, predict.Prediction) or r.published or r.measured is not None
     ][:limit]
-    if not rows:
-        raise ValueError(f"no GPU has a prediction or a figure for {figure!r}: pick another")
+    if not rows:  # no model for any GPU (a profiler table): say so, row by row
+        rows = list(predict.table_rows(figure, bundles))[:limit]
     head = f"**{inert(title)}** · " if title else ""
     lines = [
         f"{head}{kinds_line(rows)}",

@@ -91,6 +91,33 @@ def stamp_markdown(ref: Sourced) -> str:
     )
 
 
+def kinds_line(device_type: str, root: Path = RESULTS_DIR) -> str:
+    """The one line a page with GPU rows carries in its stamp: which kinds of figure it shows.
+
+    It replaces the per-page "not measured in this build" banner: every GPU row shows a
+    prediction, a published figure where a source has one, and a measurement when this
+    build has a CUDA GPU or a reference bundle exists.
+
+    >>> kinds_line("cpu", Path("/no/such/results"))
+    'GPU figures on this page: predicted, published where a source has one; none measured \
+on this build.'
+    >>> kinds_line("cuda", Path("/no/such/results")).endswith("measured on this build's GPU.")
+    True
+    """
+    head = "GPU figures on this page: predicted, published where a source has one"
+    if device_type in GPU_TYPES:
+        return f"{head}; measured on this build's GPU."
+    ref = newest_gpu_bundle(root)
+    if ref is not None:
+        return f"{head}; measured from the reference bundle results/reference/{inert(ref.file)}."
+    return f"{head}; none measured on this build."
+
+
+def kinds_stamp_html(device_type: str, root: Path = RESULTS_DIR) -> str:
+    """:func:`kinds_line` as a stamp line (raw HTML, its text escaped)."""
+    return f'<div class="gl-stamp gl-gpu-kinds" markdown="0">{kinds_line(device_type, root)}</div>'
+
+
 def measurement(ref: Sourced, name: str) -> Measurement:
     """The bundle's measurement ``name``; ``ValueError`` naming what the bundle has."""
     found = ref.bundle.measurement(name)

@@ -39,7 +39,15 @@ import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
-from gpulesson.site import block_runner, claims, exec_cache, exec_timing, facts, provenance
+from gpulesson.site import (
+    block_runner,
+    claims,
+    exec_cache,
+    exec_timing,
+    facts,
+    gpu_figures,
+    provenance,
+)
 from gpulesson.site.provenance import BuildRecord
 
 RECORD_FILE = "build-record.json"
@@ -305,8 +313,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return markdown
     record = _record()
     block = provenance.stamp_html(record, record_url_for(page.url))
-    if page.meta.get("gpu_figures") and record.device_type != "cuda":
-        block += "\n\n" + provenance.no_gpu_notice_markdown(record)
+    if page.meta.get("gpu_figures"):  # one line naming the kinds of GPU figure shown
+        block += "\n" + gpu_figures.kinds_stamp_html(record.device_type)
     return insert_after_h1(markdown, block)
 
 
