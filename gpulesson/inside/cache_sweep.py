@@ -276,13 +276,24 @@ def l2_size_bytes(device: str) -> int | None:
 
 
 def nearest_step_factor(steps: Sequence[Step], size_bytes: int) -> float | None:
-    """How far the step nearest ``size_bytes`` sits from it, as a factor (>= 1).
+    """How far ``size_bytes`` lies from the nearest step's span, as a factor (>= 1).
 
-    >>> s = Step(before_bytes=2**19, after_bytes=2**21, before_bytes_per_s=2.0,
+    A step spans the sizes from its last fast one to its first slow one; a size inside that
+    span is 1.0 away, one below it ``before / size``, one above it ``size / after``.
+
+    >>> s = Step(before_bytes=2**18, after_bytes=2**19, before_bytes_per_s=2.0,
     ...          after_bytes_per_s=1.0)
-    >>> nearest_step_factor([s], 2**20), nearest_step_factor([], 2**20)
-    (1.0, None)
+    >>> nearest_step_factor([s], 2**20), nearest_step_factor([s], 2**18), nearest_step_factor([], 1)
+    (2.0, 1.0, None)
     """
     if not steps:
         return None
-    return min(max(s.at_bytes / size_bytes, size_bytes / s.at_bytes) for s in steps)
+
+    def away(s: Step) -> float:
+        if size_bytes < s.before_bytes:
+            return s.before_bytes / size_bytes
+        if size_bytes > s.after_bytes:
+            return size_bytes / s.after_bytes
+        return 1.0
+
+    return min(away(s) for s in steps)
