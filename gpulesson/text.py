@@ -120,3 +120,38 @@ def script_json(data: Any) -> str:
             "cannot write NaN or infinity into a page's JSON: drop or replace the value"
         ) from None
     return "".join(_SCRIPT_ESCAPES.get(c, c) for c in text)
+
+
+#: Markup that authored Markdown (quiz, glossary and lab YAML) may not carry, outside code
+#: spans: raw HTML, attribute lists (which can add event handlers), script URL schemes, remote
+#: images (a page would load from another host), and control characters.
+_HAZARDS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"<\s*[A-Za-z!/?]"), "raw HTML"),
+    (re.compile(r"\{\s*[:.#]|\{[^}]*\bon[a-z]+\s*="), "an attribute list"),
+    (re.compile(r"\b(javascript|vbscript|data)\s*:", re.IGNORECASE), "a script or data URL"),
+    (re.compile(r"!\[[^\]]*\]\(\s*<?\s*(https?:)?//", re.IGNORECASE), "a remote image"),
+)
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+
+
+def markup_hazard(text: str) -> str | None:
+    """What in authored Markdown ``text`` could run or load something on a page, or None.
+
+    Code spans are shown literally, so what is inside them is not looked at.
+
+    >>> markup_hazard("Use `<img>` tags *sparingly*; see [the lesson](../timing/).") is None
+    True
+    >>> markup_hazard('Nice [x](#){: onclick="alert(1)" }')
+    'an attribute list'
+    >>> markup_hazard("<img src=x onerror=alert(1)>"), markup_hazard("[a](javascript:alert(1))")
+    ('raw HTML', 'a script or data URL')
+    >>> markup_hazard("![](https://example.com/x.png)"), markup_hazard("a\\x1b[2J")
+    ('a remote image', 'a control character')
+    """
+    outside = _CODE_SPAN.sub(" ", text)
+    if any(_is_control(c) and c not in "\n\t" for c in text):
+        return "a control character"
+    for pattern, what in _HAZARDS:
+        if pattern.search(outside):
+            return what
+    return None

@@ -305,3 +305,53 @@ def test_the_schema_files_are_package_data():
     assert '"gpulesson.site" = ["schemas/*.json"]' in pyproject
     for path in SCHEMAS.glob("*.schema.json"):
         assert json.loads(path.read_text())["$id"] == path.name
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "expected"),
+    [
+        (
+            "lessons/demo.quiz.yml",
+            "text: Wrong",
+            'text: "[x](#){: onfocus=alert(1) autofocus }"',
+            'question 1 ("First question?"): options: 2: text: carries an attribute list',
+        ),
+        (
+            "lessons/demo.quiz.yml",
+            "why: Because it is.",
+            "why: <img src=x onerror=alert(1)>",
+            'options: 1 ("Right"): why: carries raw HTML',
+        ),
+        (
+            "glossary.yml",
+            "meaning: A throughput machine.",
+            "meaning: '[GPU](javascript:alert(1))'",
+            'term 1 ("GPU"): meaning: carries a script or data URL',
+        ),
+        (
+            "glossary.yml",
+            "lazy: A faster CPU.",
+            "lazy: '![](https://example.com/track.png)'",
+            'term 1 ("GPU"): lazy: carries a remote image',
+        ),
+    ],
+)
+def test_authored_markdown_that_could_run_or_load_something_is_refused(
+    docs, name, old, new, expected
+):
+    text = (docs / name).read_text()
+    assert old in text
+    message = _error(docs, name, text.replace(old, new))
+    assert expected in message
+    assert "write plain Markdown" in message
+
+
+def test_markup_inside_code_spans_and_relative_links_stay_allowed(docs):
+    text = (docs / "glossary.yml").read_text()
+    safe = "meaning: 'Write `<img onerror=x>` as code; see [timing](../timing/) *first*.'"
+    (docs / "glossary.yml").write_text(text.replace("meaning: A throughput machine.", safe))
+    assert content.load(docs).terms[0].meaning.startswith("Write `<img")
+
+
+def test_the_course_content_carries_no_markup_hazard():
+    assert content.load(REPO / "docs").quizzes  # every quiz, the glossary and the labs load

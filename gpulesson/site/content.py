@@ -54,6 +54,7 @@ from gpulesson.site.labs import (
     fill_route_cost,
 )
 from gpulesson.site.quizzes import Option, Question, resolve_values
+from gpulesson.text import markup_hazard
 
 QUIZ_SUFFIX = ".quiz.yml"
 GLOSSARY_FILE = "glossary.yml"
@@ -198,6 +199,41 @@ def _check(data: Any, schema_file: str, label: str) -> None:
     raise ContentError(f"{where(label, data, problem.entry)}: {field}{text}")
 
 
+def _strings(
+    data: Any, path: tuple[str | int, ...] = ()
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every string in ``data`` with the path to it, in file order."""
+    if isinstance(data, str):
+        return [(path, data)]
+    if isinstance(data, dict):
+        return [found for k, v in data.items() for found in _strings(v, (*path, k))]
+    if isinstance(data, list):
+        return [found for i, v in enumerate(data) for found in _strings(v, (*path, i))]
+    return []
+
+
+def _check_markup(data: Any, label: str) -> None:
+    """Refuse authored Markdown that could run or load something on a page (:func:`markup_hazard`).
+
+    >>> _check_markup({"terms": [{"name": "SM", "meaning": "<b onclick=x>"}]}, "g.yml")
+    Traceback (most recent call last):
+    ...
+    gpulesson.site.content.ContentError: g.yml: term 1 ("SM"): meaning: carries raw HTML; \
+write plain Markdown (code spans for markup you mean to show)
+    """
+    for path, text in _strings(data):
+        hazard = markup_hazard(text)
+        if hazard is None:
+            continue
+        entry = path[:-1] if isinstance(path[-1], str) else path
+        field = path[-1] if isinstance(path[-1], str) else "item"
+        raise _error(
+            where(label, data, entry),
+            str(field),
+            f"carries {hazard}; write plain Markdown (code spans for markup you mean to show)",
+        )
+
+
 def _error(where_: str, field: str, problem: str) -> ContentError:
     """A cross-field problem, named as the schema's problems are."""
     return ContentError(f"{where_}: {field}: {problem}")
@@ -255,6 +291,7 @@ def load_quiz(path: Path, label: str) -> tuple[Question, ...]:
     """The questions of one quiz file; ``label`` is how errors name the file."""
     data = _read_yaml(path, label)
     _check(data, "quiz.schema.json", label)
+    _check_markup(data, label)
     return tuple(
         _question(q, where(label, data, ("questions", i))) for i, q in enumerate(data["questions"])
     )
@@ -267,6 +304,7 @@ def load_glossary(path: Path, label: str, lessons: frozenset[str]) -> tuple[Term
     """The glossary's terms; each ``lesson`` must be the stem of a lesson in ``lessons``."""
     data = _read_yaml(path, label)
     _check(data, "glossary.schema.json", label)
+    _check_markup(data, label)
     terms: list[Term] = []
     seen: set[str] = set()
     for i, raw in enumerate(data["terms"]):
@@ -302,6 +340,7 @@ def load_labs(path: Path, label: str) -> LabsContent:
     """The routes (their costs checked against the package's example rates) and the script."""
     data = _read_yaml(path, label)
     _check(data, "labs.schema.json", label)
+    _check_markup(data, label)
     rates = card_rates()
     routes = []
     for i, raw in enumerate(data["routes"]):
