@@ -97,3 +97,31 @@ def test_a_bundle_of_ours_adds_measured_claims_checked_on_it():
 def test_an_unknown_claim_key_names_the_known_ones():
     with pytest.raises(ValueError, match="no GPU claim 'nope': use one of h100_bf16_fraction"):
         gpu_claims.claim_markdown(["nope"], {})
+
+
+# measured claim -> the bundle figure (fact) to change and a value in its display unit
+MEASURED_CONTRADICTIONS = {
+    "ours_bf16": ("ours.bf16", 950.0),  # 96% of the H100's 989.5 TFLOP/s
+    "ours_copy": ("ours.copy", 1500.0),  # 45% of 3350 GB/s
+    "ours_launch": ("ours.launch", 50.0),  # µs
+    "ours_pinned": ("ours.h2d_pageable", 60.0),  # GB/s: pageable above pinned
+}
+
+
+def _bundle_numbers() -> dict[str, float]:
+    from pathlib import Path
+
+    from gpulesson.results.bundle import load
+
+    bundle = load(Path(__file__).parent / "fixtures" / "bundles" / "fixture_h100.json")
+    return {name: f.value for name, f in gpu_claims.gpu_facts([bundle]).items()}
+
+
+@pytest.mark.parametrize("key", sorted(MEASURED_CONTRADICTIONS))
+def test_each_measured_claim_holds_on_the_fixture_and_fails_on_a_contradicting_figure(key):
+    assert set(MEASURED_CONTRADICTIONS) == set(gpu_claims.MEASURED_CLAIMS)
+    rule = gpu_claims.MEASURED_CLAIMS[key].rule
+    numbers = _bundle_numbers()
+    assert claims.check_rule(rule, numbers)
+    name, bad = MEASURED_CONTRADICTIONS[key]
+    assert not claims.check_rule(rule, {**numbers, name: bad})

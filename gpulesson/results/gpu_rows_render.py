@@ -160,6 +160,5 @@ def section(
     if claim_keys:
         values = gpu_claims.gpu_facts(bundles)
         gpu_claims.publish_facts(values)
-        keys = [*claim_keys, *gpu_claims.MEASURED_CLAIMS]
-        parts.append(gpu_claims.claim_markdown(keys, values))
+        parts.append(gpu_claims.claim_markdown(gpu_claims.with_measured(claim_keys), values))
     return "\n".join(parts) + "\n"
