@@ -28,7 +28,7 @@ def test_cache_sweep_prints_one_row_per_half_doubling(run_snippet):
     sizes = [float(m[1]) * (1024 if m[2] == "MiB" else 1) for m in rows]
     assert sizes[0] == 8 and sizes[-1] == 1024  # 8 KiB to 1 MiB
     assert len(sizes) == 15  # half-doublings: 2 per doubling, 7 doublings, both ends
-    assert all(b > a for a, b in zip(sizes, sizes[1:]))
+    assert all(b > a for a, b in zip(sizes, sizes[1:], strict=False))
     assert all(float(m[3]) > 0 for m in rows)
 
 
