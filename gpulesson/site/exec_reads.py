@@ -40,6 +40,8 @@ from types import FrameType
 from typing import Any
 
 BLOCK_FILE = "<code block: "
+# Configured anew (its files read again) whenever the build configures it: never stale.
+REREAD_MODULES = frozenset(("gpulesson.site.content",))
 # Read when a block copies os.environ (for a child process, say) but never what it prints:
 # the shell's bookkeeping, and the variables that change how a build runs.
 IGNORED_ENV = frozenset(
@@ -310,12 +312,14 @@ class ReadRecorder:
         """Files read by modules still imported here that changed since: the worker is stale.
 
         A module keeps what it read (a cache, a constant), so a new worker must read it again.
+        Folder listings and :data:`REREAD_MODULES` do not count.
         """
         alive = self.local_modules()
         changed = []
-        for name in sorted(alive):
+        for name in sorted(alive - REREAD_MODULES):
             module = sys.modules.get(name)
-            paths = {path for _kind, path in self._module_reads.get(name, ())}
+            reads = self._module_reads.get(name, ())
+            paths = {path for kind, path in reads if kind == "file"}
             file = getattr(module, "__file__", None)
             if file:
                 path = os.path.abspath(file)
