@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from gpulesson.results import published
 from gpulesson.timing import charts
 from gpulesson.timing.charts import Point, Series
 
@@ -338,3 +339,88 @@ def test_a_bad_bundle_is_refused_with_one_line_naming_the_field(page, tmp_path):
     assert status.startswith("Refused bad.json: measurements[3].value: ")
     assert "\n" not in status
     assert page.locator(".gl-compare-table table").count() == 0
+
+
+# --- the built site: published rows and predictions, with no bundle of ours ----------------
+
+#: Recorded from the first line of every document (as tests/test_csp_browser.py does).
+RECORD_VIOLATIONS = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => window.__cspViolations.push(
+  [e.effectiveDirective, e.blockedURI].join(" | ")), true);
+"""
+
+
+@pytest.fixture
+def strict_page(browser: object, site_url: str) -> Iterator[_Watched]:
+    """A page that also records Content-Security-Policy violations."""
+    watched = _Watched(browser)
+    watched.page.add_init_script(RECORD_VIOLATIONS)
+    yield watched
+    assert watched.page.evaluate("window.__cspViolations") == []
+    assert (watched.errors, watched.warnings, watched.outside) == ([], [], [])
+    watched.page.close()
+
+
+def test_a_bundle_is_set_beside_the_published_rows_and_its_device_s_prediction(
+    strict_page, site_url
+):
+    page = strict_page.page
+    page.goto(f"{site_url}compare/")
+    page.wait_for_selector("[data-gl-compare][data-ready='1']")
+    data = json.loads(page.inner_text("#gl-compare-data"))
+    assert data["references"] == []  # no bundle of ours under results/ in this build
+    _choose(page, FIXTURES / "fixture_h100.json")
+    page.wait_for_function(DRAWN)
+    assert page.locator("[data-gl-compare]").get_attribute("data-state") == "shown"
+    table = page.locator(".gl-compare-published table")
+    assert "NVIDIA H100 SXM5 80GB (datasheet h100-sxm)" in table.locator("caption").inner_text()
+    row = table.locator("tr", has=page.locator("[data-mine-published='matmul_peak.bf16']"))
+    cells = row.locator("td, th").evaluate_all("cs => cs.map(c => c.textContent)")
+    # yours 700, the H100's dense bf16 peak 989.5 TFLOP/s, 700 / 989.5, MAMF's 794.5
+    assert cells[:8] == [
+        "best bf16 matmul (shape search)",
+        "TFLOP/s",
+        "700",
+        "990 (upper bound)",
+        "0.71x",
+        "NVIDIA H100 SXM5 80GB",
+        "795",
+        "stas00/ml-engineering (Stas Bekman), 2026-12-01",
+    ]
+    href = row.locator("a").get_attribute("href")
+    assert href == published_source("h100-sxm", "matmul_peak.bf16")
+    # a figure without the device's own published row: the nearest GPU's, named as such
+    bandwidth = table.locator("[data-published='memory_bandwidth']").first.inner_text()
+    assert "the nearest GPU with a published row, by memory bandwidth" in bandwidth
+    # the reader's value drawn beside the prediction and the published rows
+    charts_ = page.locator(".gl-compare-published-chart figure[data-gl-chart]")
+    assert charts_.count() >= 3
+    labels = charts_.locator(".gl-chart-view").evaluate_all(
+        "vs => vs.map(v => v.getAttribute('aria-label'))"
+    )
+    bf16 = next(label for label in labels if label.startswith("best bf16 matmul"))
+    assert "yours: FIXTURE" in bf16 and "700 TFLOP/s" in bf16
+    assert "predicted: upper bound 990 TFLOP/s" in bf16 and "795 TFLOP/s" in bf16
+    assert charts_.first.locator(".gl-chart-view svg").count() == 1
+
+
+def published_source(device: str, figure: str) -> str:
+    return next(r.source for r in published.rows_for(device, figure))
+
+
+def test_the_results_page_lists_the_published_rows_and_charts_them(strict_page, site_url):
+    page = strict_page.page
+    page.goto(f"{site_url}results/")
+    page.wait_for_function(DRAWN)
+    links = page.eval_on_selector_all(
+        "table a[href^='https://']", "as => as.map(a => a.getAttribute('href'))"
+    )
+    assert len(links) >= 30 and len(set(links)) >= 3
+    figures = page.locator("figure[data-gl-chart]")
+    assert figures.count() >= 4
+    for i in range(figures.count()):
+        figure = figures.nth(i)
+        assert figure.locator(".gl-chart-view svg").count() == 1
+        assert figure.locator(MARKS).count() > 0
+        assert "predicted" in figure.locator(".gl-chart-view").get_attribute("aria-label")

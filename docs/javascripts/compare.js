@@ -273,7 +273,7 @@
      the datasheet row the reader's device matches (the bundle's datasheet_id, else its
      name against each row's name patterns, as gpulesson.results.datasheets.lookup does),
      the prediction the package computed for that row and figure, and which device's
-     published rows stand beside it (its own, or the nearest reference GPU the build chose). */
+     published rows stand beside it (its own, or the nearest GPU with published rows, as the build chose). */
 
   function normalizeName(name) {
     return String(name).replace(/\s+/g, " ").trim().toLowerCase().replace(/^nvidia /, "");
@@ -349,7 +349,7 @@
           cells.push(el("td", { rowspan: span, text: r.predicted && r.predicted.value > 0 ? formatNumber(r.value / r.predicted.value) + "x" : "—" }));
         }
         if (pub) {
-          var who = pub.device_name + (r.same ? "" : " (nearest reference GPU with published rows)");
+          var who = pub.device_name + (r.same ? "" : " (the nearest GPU with a published row, by memory bandwidth)");
           cells.push(el("td", { "data-published": r.name, text: who }));
           cells.push(el("td", { text: formatNumber(pub.value_in_bundle_unit / scale[1]) }));
           cells.push(el("td", {}, [link(pub), ", " + pub.retrieved]));

@@ -14,7 +14,7 @@ only arithmetic is a unit's scale and published / predicted (``predict.compare``
   distinct marks, with a text alternative stating the numbers;
 * :func:`compare_published_data`: the published rows, the predictions per datasheet device
   and figure, the name-matching keys and, per device and figure, which device's published
-  rows to show (its own, or the nearest reference GPU's by memory bandwidth), for
+  rows to show (its own, or the nearest GPU's that has rows, by memory bandwidth), for
   ``docs/javascripts/compare.js`` to look up.
 
 >>> rows = published.load()

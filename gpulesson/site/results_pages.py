@@ -7,11 +7,14 @@ build, naming the file and field), and renders:
 
 * :func:`results_markdown`: which bundles exist (reference and community apart, with the
   software that made them), the headline figures side by side, then every figure, each
-  with its fraction of the device's datasheet peak; and a plain notice while no GPU bundle
-  exists;
-* :func:`compare_html`: the file picker, the places the table and chart appear, and the
-  reference figures as JSON for ``docs/javascripts/compare.js``, which does the rest in the
-  reader's browser (nothing is uploaded).
+  with its fraction of the device's datasheet peak; a plain notice while no GPU bundle
+  exists; the headline figures charted across GPUs (predicted, published, measured); then
+  every published measurement (``gpulesson/results/published.json``, loaded
+  and checked here, so a bad row fails the build) beside its device's prediction;
+* :func:`compare_html`: the file picker, the places the tables and charts appear, and the
+  reference figures, published rows and predictions per datasheet device as JSON for
+  ``docs/javascripts/compare.js``, which does the rest in the reader's browser (nothing is
+  uploaded).
 
 Fixture bundles (``tests/fixtures/bundles/``) are never read here: the tests pass their
 folder explicitly.
@@ -80,14 +83,6 @@ def results_markdown(root: Path = RESULTS_DIR, published_file: Path | None = Non
     rows = load_rows(published_file)
     bundles = load_results(root)
     parts = [_notice(bundles)] if _notice(bundles) else []
-    parts += [
-        "### Across GPUs: predicted, published, measured",
-        "Each chart is one headline figure per GPU: **predicted** by the course's model from "
-        "the datasheet (an upper bound for these figures), **published** by others (the "
-        "tables under *Published measurements*, each linked to its source) and **measured** "
-        "in this page's bundles, where one exists.",
-        across_charts_html(rows, bundles),
-    ]
     if bundles:
         reference = sum(1 for b in bundles if b.source == "reference")
         parts += [
@@ -109,7 +104,16 @@ def results_markdown(root: Path = RESULTS_DIR, published_file: Path | None = Non
                 "the table above (the matmul rows).",
             ),
         ]
-    parts += ["### Published measurements", published_markdown(rows)]
+    parts += [
+        "### Across GPUs: predicted, published, measured",
+        "Each chart is one headline figure per GPU: **predicted** by the course's model from "
+        "the datasheet (an upper bound for these figures), **published** by others (the "
+        "tables under *Published measurements*, each linked to its source) and **measured** "
+        "in this page's bundles, where one exists.",
+        across_charts_html(rows, bundles),
+        "### Published measurements",
+        published_markdown(rows),
+    ]
     return "\n\n".join(parts)
 
 
