@@ -248,3 +248,23 @@ def test_figures_escape_what_they_are_given_and_need_a_text_alternative():
             title="t",
             description="d",
         )
+
+
+def test_a_cuda_trace_gets_a_row_per_stream():
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "forward", "tid": 1, "ts": 0, "dur": 50},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "tid": 1, "ts": 1, "dur": 5},
+        {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "tid": 7, "ts": 10, "dur": 20},
+        {"ph": "X", "cat": "kernel", "name": "elementwise", "tid": 7, "ts": 35, "dur": 5},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "tid": 13, "ts": 2, "dur": 3},
+    ]
+    t = trace_chart.trace_spans(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+    assert t.lanes == (
+        "thread 1: regions",
+        "thread 1: operators",
+        "GPU stream 7",
+        "GPU stream 13",
+    )
+    kernels = [(s.label, s.kind) for s in t.spans if s.lane == "GPU stream 7"]
+    assert kernels == [("sm90_gemm", "matmul"), ("elementwise", "other operator")]
+    assert t.step_s == pytest.approx(50e-6)

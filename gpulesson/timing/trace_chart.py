@@ -121,7 +121,9 @@ def trace_spans(trace_gz: bytes) -> TraceTimeline:
             for e in top
         ]
         busy = max(busy, sum(e["dur"] for e in top) * US)
-    for stream in sorted({e["tid"] for e in gpu}, key=str):
+    numbered = [t for t in {e["tid"] for e in gpu} if isinstance(t, int)]
+    named = [t for t in {e["tid"] for e in gpu} if not isinstance(t, int)]
+    for stream in [*sorted(numbered), *sorted(named, key=str)]:
         lanes.append(f"GPU stream {stream}")
         spans += [
             figures.Span(
