@@ -44,8 +44,10 @@ BLOCK_FILE = "<code block: "
 REREAD_MODULES = frozenset(("gpulesson.site.content",))
 # Read when a block copies os.environ (for a child process, say) but never what it prints:
 # the shell's bookkeeping, and the variables that change how a build runs.
+# (torch.compile's worker pool copies the whole environment, so its blocks read all of it.)
 IGNORED_ENV = frozenset(
-    ("_", "OLDPWD", "SHLVL", "GPULESSON_FRESH", "GPULESSON_CACHE_DIR", "GPULESSON_BLOCK_TIMEOUT_S")
+    ("_", "OLDPWD", "PWD", "PS1", "PS2", "SHLVL")
+    + ("GPULESSON_FRESH", "GPULESSON_CACHE_DIR", "GPULESSON_BLOCK_TIMEOUT_S")
 )
 _IMPORT_FRAMES = ("<frozen importlib", "<frozen zipimport")
 
