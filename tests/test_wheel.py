@@ -63,6 +63,7 @@ def test_the_wheel_carries_its_data_files(installed: Path):
             assert (package / data).is_file(), data
     for name in ("quiz", "glossary", "labs", "error_examples"):
         assert (package / "site" / "schemas" / f"{name}.schema.json").is_file(), name
+    assert (package / "inside" / "gpu_limits.json").is_file()  # the cited per-SM limits
     where = subprocess.run(
         [sys.executable, "-c", "import gpulesson; print(gpulesson.__file__)"],
         cwd=installed.parent,
