@@ -248,3 +248,34 @@ def test_strided_reads_report_every_stride_and_refuse_an_unmeasured_one():
     assert r.points[1].elements == r.points[0].elements // 4
     with pytest.raises(ValueError, match="stride 16 was not measured: use one of 1, 4"):
         r.bandwidth(16)
+
+
+# --- the suite entries ------------------------------------------------------------------------
+
+
+def test_fp8_matmul_applies_only_to_cuda_gpus_from_compute_capability_8_9():
+    import torch
+
+    from gpulesson.results.entries_inside import fp8_supported
+    from gpulesson.results.suite import Device
+
+    def dev(kind: str, cc: tuple[int, int] | None) -> Device:
+        return Device(type=kind, name="x", total_bytes=1, free_bytes=1, count=1, capability=cc)
+
+    assert not fp8_supported(dev("cpu", None))
+    assert not fp8_supported(dev("cuda", (8, 0)))  # A100: no fp8 tensor cores
+    assert fp8_supported(dev("cuda", (9, 0))) == hasattr(torch, "float8_e4m3fn")
+
+
+def test_the_sweep_and_stride_entries_keep_their_samples_on_a_cpu():
+    from gpulesson.results.entries_inside import run_cache_sweep, run_strided
+    from gpulesson.results.suite import Context, Device
+
+    context = Context(device=Device.this("cpu"), quick=True)
+    sweep = run_cache_sweep(context)
+    assert sweep[0].name == "cache_sweep.ws8192" and sweep[-1].name == f"cache_sweep.ws{16 * 2**20}"
+    assert all(m.unit == "B/s" and len(m.samples) == 3 and m.value > 0 for m in sweep)
+    strided = run_strided(context)
+    assert [m.name for m in strided] == [f"strided.s{s}" for s in (1, 2, 4, 8, 16, 32, 64)]
+    first = strided[0]
+    assert first.value == pytest.approx(first.params["bytes"] / sorted(first.samples)[1])
