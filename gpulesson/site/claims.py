@@ -66,6 +66,8 @@ NOT_CHECKED = "not_checked"
 STATUSES = (HOLDS, FAILS, NOT_CHECKED)
 NEEDS = (None, "cuda", "gpu")
 FACT_PREFIX = "claim#"
+#: What a claim whose measured numbers are absent prints: no visible text, a marker in the source.
+NOT_SHOWN = "<!-- a claim about measured GPU figures: shown when they exist -->"
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -334,11 +336,12 @@ def numbers_text(c: Claim) -> str:
 def to_markdown(c: Claim) -> str:
     """The claim as the page shows it: the sentence and its verdict.
 
-    A claim not checked on this build (its measured numbers are absent) shows
-    nothing, so no sentence reaches a page with blanks where numbers belong.
+    A claim not checked on this build (its measured numbers are absent) shows no
+    text, only the :data:`NOT_SHOWN` comment in the page's source, so no sentence
+    reaches a page with blanks where numbers belong (the build record keeps it).
 
     >>> to_markdown(Claim("p", "b", "On the GPU, – tokens/s.", "x > 1", NOT_CHECKED, needs="cuda"))
-    ''
+    '<!-- a claim about measured GPU figures: shown when they exist -->'
     """
     detail = html.escape(f"Checked at build: {c.rule} with {numbers_text(c)}", quote=True)
     if c.status == HOLDS:
@@ -346,8 +349,8 @@ def to_markdown(c: Claim) -> str:
             f'{c.text} <span class="gl-claim gl-claim-holds" title="{detail}">'
             "(checked on this build)</span>"
         )
-    if c.status == NOT_CHECKED:
-        return ""  # said only with its measurement: never a sentence with blanks
+    if c.status == NOT_CHECKED:  # said only with its measurement: never a sentence with blanks
+        return NOT_SHOWN
     body = f"{c.text}\n\nChecked against: `{c.rule}` with {numbers_text(c)}."
     indented = "\n".join(f"    {line}" if line else "" for line in body.splitlines())
     return (
