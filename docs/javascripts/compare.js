@@ -7,6 +7,9 @@
  * The charts are Vega-Lite specs drawn by charts.js (window.glCharts): bar charts of the
  * headline figures from the page's template, and the reader's series added to the course's
  * throughput chart (the figure under .gl-compare-course, whose spec names the dataset).
+ * A second table and its charts set the reader's headline figures beside the prediction
+ * for their own device and the published rows of that GPU (or of the nearest GPU that has
+ * them): both computed at build (gpulesson.results.published_render) and only looked up here.
  * The full checks (JSON Schema, consistency, plausibility) are `gpulesson compare`'s;
  * here a file is refused when its structure or a figure is plainly wrong. Every lookup by a
  * name from a file reads own properties only (own()), so a name such as "__proto__" or
