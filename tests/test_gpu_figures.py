@@ -59,3 +59,33 @@ def test_publish_makes_bundle_figures_page_facts_and_names_missing_ones(results:
     with pytest.raises(ValueError, match="has no measurement 'nope'"):
         gpu_figures.publish(ref, {"x": "nope"})
     facts.reset()
+
+
+def test_the_kinds_line_names_what_a_page_shows_on_each_kind_of_build(results: Path, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert gpu_figures.kinds_line("cpu", empty).endswith("none measured on this build.")
+    newest = gpu_figures.newest_gpu_bundle(results)
+    with_bundle = gpu_figures.kinds_line("mps", results)
+    assert with_bundle.endswith(f"results/reference/{newest.file}.")
+    assert "none measured" not in with_bundle
+    assert gpu_figures.kinds_line("cuda", empty).endswith("measured on this build's GPU.")
+    html = gpu_figures.kinds_stamp_html("cpu", empty)
+    assert html.startswith('<div class="gl-stamp gl-gpu-kinds" markdown="0">GPU figures on this')
+
+
+def test_a_fact_keeps_its_kind_through_the_cache_and_the_worker():
+    facts.reset()
+    facts.begin_page("p.md")
+    facts.begin_block("b")
+    facts.publish("gpu.published", 794.5, "TFLOP/s", kind=facts.PUBLISHED)
+    saved = [f.to_dict() for f in facts.end_block()]
+    facts.reset()
+    facts.begin_page("p.md")
+    facts.replay(saved)
+    assert facts.get("gpu.published").kind == "published"
+    facts.reset()
+    facts.restore(saved)
+    assert facts.get("gpu.published", "p.md").kind == "published"
+    with pytest.raises(ValueError, match="has kind 'typed': use one of measured, published"):
+        facts.restore([{**saved[0], "kind": "typed"}])
