@@ -28,7 +28,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 
 from gpulesson.memory.planner import planner_data
-from gpulesson.site import content, glossary, labs
+from gpulesson.site import content, course_rules, glossary, labs
 
 LABS_DIR = "assets/labs"
 QUIZ_HEADING = "## Check yourself"
@@ -66,10 +66,10 @@ def page_stem(src_uri: str) -> str | None:
 
 
 def on_config(config: Any) -> Any:
-    """Read and check the content files under ``docs_dir`` for this build."""
+    """Read and check the content files under ``docs_dir``, and the lesson rules, for this build."""
     try:
-        content.configure(Path(config["docs_dir"]))
-    except content.ContentError as exc:
+        course_rules.check(content.configure(Path(config["docs_dir"])))
+    except (content.ContentError, ValueError) as exc:
         raise PluginError(str(exc)) from None
     return config
 
