@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from gpulesson.results import gpu_claims, published
-from gpulesson.site import claims, facts
+from gpulesson.results import published
+from gpulesson.site import claims, facts, gpu_claims
 
 # claim key -> (device, figure) of the published row to change, and the contradicting value
 # in the row's own unit (what a source would have to print for the claim to be false).

@@ -271,7 +271,19 @@ def test_hook_turns_a_bad_file_into_a_build_error(docs):
         site_labs.on_config({"docs_dir": str(docs)})
 
 
-def test_hook_reads_the_docs_dir_of_the_config(docs):
+def test_hook_reads_the_docs_dir_of_the_config_and_applies_the_lesson_rules(docs):
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match="lesson rules are broken") as refused:
+        site_labs.on_config({"docs_dir": str(docs)})  # 2 options, no prediction, no sources
+    assert "docs/lessons/demo.md: sources:" in str(refused.value)
+    third = "      - text: To waste time\n        why: Quizzes are not filler.\n"
+    (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + third + TEMPLATED)
+    links = [f"[{n}](https://{n}.org/)" for n in ("a", "b", "c")]
+    sources = "\n".join(f"- {link}" for link in links)
+    (docs / "lessons" / "demo.md").write_text(
+        f"# Demo\n\nFacts from {', '.join(links)}.\n\n## Sources\n\n{sources}\n"
+    )
     site_labs.on_config({"docs_dir": str(docs)})
     assert list(content.current().quizzes) == ["demo"]
     assert quizzes.questions("demo")[0].prompt == "First question?"

@@ -22,7 +22,7 @@ published the figures it rests on (:mod:`gpulesson.site.facts`)::
   *not checked on this build* instead of failing, and the page does not show it:
   a sentence is never printed with blanks where its numbers belong. Say what a
   CPU build can say with predicted and published facts in a claim of its own
-  (:mod:`gpulesson.results.gpu_claims`); the measured sentence appears when a
+  (:mod:`gpulesson.site.gpu_claims`); the measured sentence appears when a
   measurement exists.
 * each claim records the kind of every number behind it (``kinds``: fact name ->
   ``measured``, ``published``, ``predicted``...; see :data:`gpulesson.site.facts.KINDS`).

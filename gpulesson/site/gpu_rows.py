@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from gpulesson.results import gpu_claims, predict
+from gpulesson.results import predict
 from gpulesson.results.bundle import Bundle
 from gpulesson.results.compare import load_dir
+from gpulesson.site import gpu_claims
 from gpulesson.site.results_pages import RESULTS_DIR
 from gpulesson.text import inert
 
