@@ -254,16 +254,17 @@ def test_an_unwritable_cache_does_not_stop_the_build(tmp_path, cache):
     assert _runs(counter) == 2
 
 
-def test_the_tree_hash_follows_file_contents_not_bytecode(tmp_path):
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "render.py").write_text("def render():\n    return 1\n")
-    before = exec_cache.tree_sha256(package)
-    (package / "__pycache__").mkdir()
-    (package / "__pycache__" / "render.cpython-311.pyc").write_bytes(b"\x00")
-    assert exec_cache.tree_sha256(package) == before
-    (package / "render.py").write_text("def render():\n    return 2\n")
-    assert exec_cache.tree_sha256(package) != before
+def test_a_recorded_link_or_device_is_never_read_when_a_key_is_checked(tmp_path):
+    """A block that opened results/z.json -> /dev/zero must not make the cache read it."""
+    link = tmp_path / "z.json"
+    link.symlink_to("/dev/zero")
+    assert exec_cache.dependency_value(f"file:{link}", {}) is None
+    assert exec_cache.dependency_value("file:/dev/zero", {}) is None
+    plain = tmp_path / "x.dat"
+    plain.write_bytes(b"1")
+    before = exec_cache.dependency_value(f"file:{plain}", {})
+    plain.write_bytes(b"2")
+    assert before is not None and exec_cache.dependency_value(f"file:{plain}", {}) != before
 
 
 def _record(**changes: object) -> BuildRecord:

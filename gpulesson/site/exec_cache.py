@@ -66,9 +66,10 @@ import json
 import logging
 import math
 import os
+import stat
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,28 +233,6 @@ set it to e.g. 1200, or unset it for 600 s
     return value
 
 
-def _files_under(root: Path) -> Iterator[Path]:
-    for path in sorted(root.rglob("*")):
-        parts = path.relative_to(root).parts
-        if path.is_file() and "__pycache__" not in parts and path.suffix not in (".pyc", ".pyo"):
-            yield path
-
-
-def tree_sha256(root: Path) -> str:
-    """A hash of every file's relative path and bytes under ``root`` ('absent' if missing).
-
-    >>> tree_sha256(Path("/nonexistent-dir"))
-    'absent'
-    """
-    if not root.is_dir():
-        return "absent"
-    digest = hashlib.sha256()
-    for path in _files_under(root):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
 def _is_editor_file(relative: Path) -> bool:
     """Hidden files and editor leftovers (``.x.swp``, ``x~``, ``#x#``), which no block reads."""
     return any(part.startswith((".", "#")) for part in relative.parts) or relative.name.endswith(
@@ -327,10 +306,33 @@ def dependency_value(name: str, environ: Mapping[str, str]) -> str | None:
     path = Path(target)
     if kind == "listing":
         return _listing_sha256(path)
+    return _file_sha256(path)
+
+
+#: The most bytes a recorded file is hashed from; past it the file counts as changed.
+MAX_HASHED_BYTES = 64 * 2**20
+
+
+def _file_sha256(path: Path) -> str | None:
+    """The hash of a regular file (not through a symlink, not a device), or None.
+
+    A block may have opened a link or a device (a hostile ``results/x.json -> /dev/zero``
+    that the bundle loader refused); the cache never reads one, and reads at most
+    :data:`MAX_HASHED_BYTES`, so checking a key is bounded.
+
+    >>> _file_sha256(Path("/dev/zero")) is None
+    True
+    """
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return None
+        with path.open("rb") as f:
+            data = f.read(MAX_HASHED_BYTES + 1)
     except OSError:
         return None
+    if len(data) > MAX_HASHED_BYTES:
+        return f"over {MAX_HASHED_BYTES} bytes, size {path.stat().st_size}"
+    return hashlib.sha256(data).hexdigest()
 
 
 def dependencies_hold(
