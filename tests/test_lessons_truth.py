@@ -16,7 +16,6 @@ import io
 import re
 import shutil
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
@@ -24,6 +23,7 @@ from gpulesson.results import datasheets
 from gpulesson.results.bundle import load
 from gpulesson.results.compare import datasheet_fraction
 from gpulesson.site import claims, content, facts, gpu_figures
+from gpulesson.site.course_rules import sources_of, well_formed
 from gpulesson.timing.render import gpu_peaks_markdown
 from tests.conftest import REPO
 
@@ -31,47 +31,9 @@ LESSONS = REPO / "docs" / "lessons"
 ALL_LESSONS = sorted(p.stem for p in LESSONS.glob("*.md"))
 FIXTURES = REPO / "tests" / "fixtures" / "bundles"
 
-_H2 = re.compile(r"^## (.+)$", re.M)
-_INLINE = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-_REFERENCE = re.compile(r"\[([^\]]+)\]\[([^\]]*)\]")
-_DEFINITION = re.compile(r"^\[([^\]]+)\]:\s*(\S+)\s*$", re.M)
-_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
-
 
 def _text(stem: str) -> str:
     return (LESSONS / f"{stem}.md").read_text(encoding="utf-8")
-
-
-def _links(markdown: str, definitions: dict[str, str]) -> list[str]:
-    """Every link target in ``markdown``: inline ones and reference ones resolved."""
-    found = [url for _, url in _INLINE.findall(markdown)]
-    for label, ref in _REFERENCE.findall(markdown):
-        key = (ref or label).lower()
-        if key in definitions:
-            found.append(definitions[key])
-    return found
-
-
-def sources_of(markdown: str) -> tuple[str, list[str], str]:
-    """The Sources section, the links in it, and the body before it (definitions removed)."""
-    definitions = {label.lower(): url for label, url in _DEFINITION.findall(markdown)}
-    headings = _H2.findall(markdown)
-    if not headings or headings[-1].strip() != "Sources":
-        raise ValueError(f"the last H2 is {headings[-1:] or 'missing'}, not '## Sources'")
-    start = markdown.rindex("\n## Sources")
-    section = _DEFINITION.sub("", markdown[start:])
-    body = _FENCE.sub("", _DEFINITION.sub("", markdown[:start]))
-    return section, _links(section, definitions), _links(body, definitions)
-
-
-def well_formed(url: str) -> bool:
-    """An absolute http(s) URL with a dotted host and no spaces.
-
-    >>> well_formed("https://pytorch.org/docs/stable/amp.html"), well_formed("pytorch.org")
-    (True, False)
-    """
-    parsed = urlparse(url)
-    return parsed.scheme in ("http", "https") and "." in parsed.netloc and " " not in url
 
 
 def test_the_sources_parser_reads_inline_and_reference_links_and_finds_citations():
