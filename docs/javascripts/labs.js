@@ -456,8 +456,38 @@
      gpulesson.memory.planner.planner_data): the recipes' bytes per parameter, the terms
      (sums of monomials) and the phase points of gpulesson.memory.terms, in the order
      gpulesson.memory.budget.estimate evaluates them. No formula of its own: the browser
-     test compares it with estimate() on many inputs. One GPU, no sharding, no gradient
-     accumulation, the per-tensor optimizer, the standard loss. */
+     test compares it with estimate() on many inputs. No gradient accumulation, the
+     per-tensor optimizer, the standard loss. Across GPUs it divides by the GPU count what
+     planner.json's zero_sharded table names (gpulesson.memory.budget.ZERO_SHARDED) and sums
+     the collectives of planner.json's comm table (read off gpulesson.memory.comm.step_comm):
+     round(share x message x times) each, rounded half to even as Python's round(). */
+
+  function roundHalfEven(v) {
+    var f = Math.floor(v);
+    var d = v - f;
+    if (d !== 0.5) { return d < 0.5 ? f : f + 1; }
+    return f % 2 === 0 ? f : f + 1;
+  }
+
+  /* The conditions of the shape's parameter table (gpulesson.memory.shape.conditions). */
+  function shapeConditions(x) {
+    var c = {};
+    c[x.gated ? "gated_mlp" : "plain_mlp"] = true;
+    c[x.tied_head === false ? "untied_head" : "tied_head"] = true;
+    if (x.learned_positions !== false) { c.learned_positions = true; }
+    return c;
+  }
+
+  function shapeSizes(x) {
+    var kv = x.kv_heads ? x.kv_heads : x.heads;
+    return { vocab: x.vocab, seq: x.sequence, hidden: x.hidden,
+      kv_hidden: kv * (x.hidden / x.heads), ffn: x.ffn ? x.ffn : 4 * x.hidden, layers: x.layers };
+  }
+
+  /* The shape's parameter count: planner.json's model_parameters table, evaluated. */
+  function shapeParameters(data, x) {
+    return Math.trunc(monomialsBytes(data.model_parameters.options[0], shapeSizes(x), shapeConditions(x)));
+  }
 
   function holds(when, conditions) {
     return when.every(function (c) { return conditions[c] === true; });
@@ -526,6 +556,7 @@
      1e300 would loop for ever) throws at once, as estimate() raises. */
   var PLAN_COUNTS = { batch: "batch", sequence: "seq", vocab: "vocab", hidden: "hidden",
     heads: "heads", layers: "layers" };
+  var PLAN_OPTIONAL = { kv_heads: "kv_heads", ffn: "ffn" };
 
   function plan(data, x) {
     Object.keys(PLAN_COUNTS).forEach(function (name) {
@@ -536,26 +567,50 @@
           limit.minimum + " to " + limit.stated);
       }
     });
+    Object.keys(PLAN_OPTIONAL).forEach(function (name) {
+      var limit = data.limits[PLAN_OPTIONAL[name]];
+      var v = x[name];
+      if (v !== undefined && v !== null && !(Number.isInteger(v) && v >= limit.minimum && v <= limit.maximum)) {
+        throw new RangeError(name + "=" + v + " must be a whole number from " + limit.minimum + " to " + limit.stated);
+      }
+    });
+    var gpus = x.gpus || 1;
+    var zero = x.zero || 0;
+    var sharded = data.zero_sharded[String(zero)];
+    function share(name, value) { return sharded.indexOf(name) >= 0 ? value / gpus : value; }
     var r = data.recipes[x.recipe];
     var params = Math.round(x.params);
     var trainable = r.adapters ? Math.round(params * x.fraction) : (r.inference ? 0 : params);
     var opt = r.inference ? null : (x.optimizer || r.optimizer_default);
     var stateBytes = opt ? r.optimizer[opt] : 0;
     var states = opt ? r.states[opt] : 0;
-    var gradients = trainable * r.gradients;
+    var wholeGradients = trainable * r.gradients;
+    var wholeWeights = params * r.weights + trainable * r.adapter_weights;
+    var gradients = share("gradients", wholeGradients);
     var persistent = [
-      ["weights", Math.trunc(params * r.weights + trainable * r.adapter_weights)],
-      ["master weights", Math.trunc(trainable * r.master)],
-      ["optimizer state", Math.trunc(trainable * stateBytes)]
+      ["weights", Math.trunc(share("weights", wholeWeights))],
+      ["master weights", Math.trunc(share("master", trainable * r.master))],
+      ["optimizer state", Math.trunc(share("optimizer", trainable * stateBytes))]
     ];
+    var shaped = shapeSizes(x);
     var sizes = {
-      batch: x.batch, seq: x.sequence, hidden: x.hidden, heads: x.heads, kv_hidden: x.hidden,
-      vocab: x.vocab, layers: x.layers, dtype: r.compute_bytes, slice_tokens: x.batch * x.sequence,
-      gradient_bytes: gradients, trainable: trainable,
+      batch: x.batch, seq: x.sequence, hidden: x.hidden, heads: x.heads, kv_hidden: shaped.kv_hidden,
+      ffn: shaped.ffn, vocab: x.vocab, layers: x.layers, dtype: r.compute_bytes,
+      slice_tokens: x.batch * x.sequence, gradient_bytes: gradients, trainable: trainable,
       state_value_bytes: stateBytes / Math.max(states, 1)
     };
     /* the gradients spread over the shape's own parameter count */
-    sizes.grad_per_param = gradients / Math.trunc(monomialsBytes(data.model_parameters.options[0], sizes, {}));
+    sizes.grad_per_param = gradients / shapeParameters(data, x);
+    /* bytes one GPU sends per optimizer step (none for inference) */
+    var sent = null;
+    if (!r.inference) {
+      var messages = { gradients: wholeGradients, parameters: wholeWeights,
+        updated: trainable * (r.adapters ? r.compute_bytes : r.weights) };
+      sent = 0;
+      data.comm.stages[String(zero)].forEach(function (c) {
+        sent += roundHalfEven(data.comm.share[c.collective][String(gpus)] * messages[c.tensor] * c.times);
+      });
+    }
     var conditions = {};
     [x.attention, x.checkpointing === "full" ? "checkpointing" : "no_checkpointing", "standard_loss",
       "single_micro_batch", "per_tensor", states > 0 ? "has_state" : "no_state",
@@ -578,8 +633,9 @@
       optimizer: alive["optimizer state"] || 0, gradients: alive.gradients || 0,
       activations: alive.activations || 0, temporaries: alive.temporaries || 0,
       kv_cache: alive["KV cache"] || 0,
-      total: total, needed: needed,
-      fits: data.cards_bytes.map(function (c) { return needed <= c; })
+      total: total, needed: needed, sent: sent, parameters: params,
+      fits: data.cards_bytes.map(function (c) { return needed <= c; }),
+      card_fits: data.datasheet_cards.map(function (c) { return needed <= c.memory_bytes; })
     };
   }
 
@@ -613,9 +669,33 @@
     var hidden = countInput(4096, "hidden", "hidden");
     var heads = countInput(32, "heads", "heads");
     var layers = countInput(32, "layers", "layers");
+    /* Empty: one key/value head per head, and GPT-2's 4 x hidden MLP. */
+    var kvHeads = countInput("", "kv_heads", "kv_heads"); kvHeads.placeholder = "= heads";
+    var ffn = countInput("", "ffn", "ffn"); ffn.placeholder = "4 × hidden";
+    var OPTIONAL = [kvHeads, ffn];
+    function optional(input) { return String(input.value).trim() === "" ? null : Number(input.value); }
     var COUNTS = [[batch, "batch", "Batch size"], [sequence, "seq", "Sequence length"],
       [vocab, "vocab", "Vocabulary"], [hidden, "hidden", "Hidden size"],
-      [heads, "heads", "Attention heads"], [layers, "layers", "Layers"]];
+      [heads, "heads", "Attention heads"], [layers, "layers", "Layers"],
+      [kvHeads, "kv_heads", "Key/value heads"], [ffn, "ffn", "MLP width"]];
+    function check(name, text) { return el("input", { type: "checkbox", "data-in": name, id: nextId(name) }); }
+    var gated = check("gated"); var untied = check("untied_head"); var positions = check("learned_positions");
+    positions.checked = true;
+    var fromShape = check("params_from_shape");
+    var preset = el("select", { "data-in": "model" }, [el("option", { value: "", text: "your own shape" })].concat(
+      data.presets.map(function (m) { return el("option", { value: m.id, text: m.label }); })));
+    var presetSource = el("p", { class: "gl-hint", "data-out": "preset-source" });
+    var gpus = el("select", { "data-in": "gpus" }, data.gpu_counts.map(function (n) {
+      return el("option", { value: String(n), text: String(n) });
+    }));
+    var zero = el("select", { "data-in": "zero" }, ["0", "1", "2", "3"].map(function (n) {
+      return el("option", { value: n, text: n + (n === "0" ? " (no sharding)" : n === "3" ? " (FSDP)" : "") });
+    }));
+    var card = el("select", { "data-in": "card" }, data.datasheet_cards.map(function (c) {
+      return el("option", { value: c.id, text: c.name + " (" + c.memory_stated_gb + " GB)", selected: c.id === "h100-sxm" });
+    }));
+    var sentOut = out("sent"); var cardOut = out("card-verdict"); var errorOut = out("error-range");
+    var datasheetCards = el("ul", { class: "gl-cardlist", "data-out": "datasheet-cards" });
     var ckpt = el("input", { type: "checkbox", "data-in": "checkpointing", id: nextId("ckpt") });
     var fraction = numberInput(data.default_trainable_fraction * 100, { min: "0.01", max: "100", step: "0.05", "data-in": "fraction" });
     var paramsOut = out("params");
@@ -652,6 +732,7 @@
 
     function refusal() {
       for (var i = 0; i < COUNTS.length; i += 1) {
+        if (OPTIONAL.indexOf(COUNTS[i][0]) >= 0 && optional(COUNTS[i][0]) === null) { continue; }
         var r = countRefusal(COUNTS[i][0], COUNTS[i][1], COUNTS[i][2]);
         if (r) { return r; }
       }
@@ -662,11 +743,29 @@
       if (Number(hidden.value) % Number(heads.value) !== 0) {
         return "Attention heads " + heads.value + " must divide the hidden size " + hidden.value + ".";
       }
+      if (optional(kvHeads) !== null && Number(heads.value) % Number(kvHeads.value) !== 0) {
+        return "Key/value heads " + kvHeads.value + " must divide the attention heads " + heads.value +
+          ": each key/value head serves a whole group of attention heads.";
+      }
+      if (zero.value !== "0" && gpus.value === "1") {
+        return "ZeRO stage " + zero.value + " shards across GPUs: pick 2 or more GPUs.";
+      }
       return null;
     }
 
+    function shapeInputs() {
+      return { vocab: Number(vocab.value), sequence: Number(sequence.value), hidden: Number(hidden.value),
+        heads: Number(heads.value), layers: Number(layers.value), kv_heads: optional(kvHeads),
+        ffn: optional(ffn), gated: gated.checked, tied_head: !untied.checked,
+        learned_positions: positions.checked };
+    }
+
     function inputs() {
-      return { params: Number(params.value) * 1e9, recipe: recipe.value,
+      var x = shapeInputs();
+      return { params: fromShape.checked && !refusal() ? shapeParameters(data, x) : Number(params.value) * 1e9,
+        recipe: recipe.value, kv_heads: x.kv_heads, ffn: x.ffn, gated: x.gated,
+        tied_head: x.tied_head, learned_positions: x.learned_positions,
+        gpus: Number(gpus.value), zero: Number(zero.value),
         optimizer: optimizer.disabled ? null : optimizer.value, attention: attention.value,
         batch: Number(batch.value), sequence: Number(sequence.value), vocab: Number(vocab.value),
         hidden: Number(hidden.value), heads: Number(heads.value), layers: Number(layers.value),
@@ -675,11 +774,28 @@
 
     /* An invalid input leaves no number behind: every result is cleared, the refusal shown. */
     function clearResults() {
-      [totalOut, neededOut, phaseOut].concat(legendOuts).forEach(function (o) {
+      [totalOut, neededOut, phaseOut, sentOut, cardOut].concat(legendOuts).forEach(function (o) {
         o.textContent = "–"; delete o.dataset.value;
       });
       stack.textContent = "";
       cards.textContent = "";
+      datasheetCards.textContent = "";
+    }
+
+    function presetChanged() {
+      var m = data.presets.filter(function (p) { return p.id === preset.value; })[0];
+      presetSource.textContent = "";
+      if (m) {
+        vocab.value = String(m.vocab); sequence.value = String(m.seq); hidden.value = String(m.hidden);
+        heads.value = String(m.heads); kvHeads.value = String(m.kv_heads); layers.value = String(m.layers);
+        ffn.value = String(m.ffn); gated.checked = m.gated; untied.checked = !m.tied_head;
+        positions.checked = m.learned_positions; fromShape.checked = true;
+        presetSource.appendChild(document.createTextNode("Shape from "));
+        presetSource.appendChild(el("a", { href: m.source, text: m.source }));
+        presetSource.appendChild(document.createTextNode(" (the checkpoint has " + m.cited_parameters.toLocaleString("en-US") +
+          " parameters; this shape model counts " + m.parameters.toLocaleString("en-US") + ")."));
+      }
+      update();
     }
 
     function recipeChanged() {
@@ -692,7 +808,9 @@
 
     function update() {
       var x = inputs();
-      paramsOut.textContent = fmt(x.params / 1e9, 1) + " billion parameters";
+      params.disabled = fromShape.checked;
+      paramsOut.textContent = fmt(x.params / 1e9, 2) + " billion parameters" + (fromShape.checked ? " (counted from the shape)" : "");
+      paramsOut.dataset.value = String(x.params);
       params.setAttribute("aria-valuetext", paramsOut.textContent);
       var refused = refusal();
       if (refused) { clearResults(); refusalOut.textContent = refused; return; }
@@ -711,6 +829,16 @@
       totalOut.dataset.value = String(p.total);
       neededOut.textContent = fmt(p.needed / 1e9, 1) + " GB with the CUDA context and allocator slack";
       neededOut.dataset.value = String(p.needed);
+      if (p.sent === null) { sentOut.textContent = "none: inference has no optimizer step"; delete sentOut.dataset.value; }
+      else { sentOut.textContent = fmt(p.sent / 1e9, 2) + " GB per GPU per step"; sentOut.dataset.value = String(p.sent); }
+      var chosen = data.datasheet_cards.map(function (c) { return c.id; }).indexOf(card.value);
+      cardOut.textContent = data.datasheet_cards[chosen].name + ": " + (p.card_fits[chosen] ? "fits" : "too small");
+      cardOut.dataset.value = p.card_fits[chosen] ? "yes" : "no";
+      datasheetCards.textContent = "";
+      data.datasheet_cards.forEach(function (c, i) {
+        datasheetCards.appendChild(el("li", { class: p.card_fits[i] ? "gl-fits" : "gl-nofit", "data-card-id": c.id,
+          "data-fits": p.card_fits[i] ? "yes" : "no" }, [c.name + " (" + c.memory_stated_gb + " GB): " + (p.card_fits[i] ? "fits" : "too small")]));
+      });
       cards.textContent = "";
       data.cards_bytes.forEach(function (c, i) {
         cards.appendChild(el("li", { class: p.fits[i] ? "gl-fits" : "gl-nofit", "data-card": String(c),
@@ -718,33 +846,55 @@
       });
     }
 
-    [params, batch, sequence, vocab, hidden, heads, layers, fraction].forEach(function (i) { i.addEventListener("input", update); });
-    [optimizer, attention, ckpt].forEach(function (i) { i.addEventListener("change", update); });
+    [params, batch, sequence, vocab, hidden, heads, layers, kvHeads, ffn, fraction].forEach(function (i) { i.addEventListener("input", update); });
+    [optimizer, attention, ckpt, gated, untied, positions, fromShape, gpus, zero, card].forEach(function (i) { i.addEventListener("change", update); });
+    preset.addEventListener("change", presetChanged);
+    if (data.accuracy) {
+      errorOut.textContent = "measured error: within ±" + fmt(data.accuracy.max_abs_error_pct, 1) + " % (the largest of " +
+        data.accuracy.source + ")";
+      errorOut.dataset.value = String(data.accuracy.max_abs_error_pct);
+    } else {
+      errorOut.textContent = "measured error: not measured in this build";
+    }
     recipe.addEventListener("change", recipeChanged);
     box.appendChild(badge("Computed in your browser from gpulesson.memory's own term tables (planner.json, " +
-      "written at build): the same terms and phases as gpulesson budget, on one GPU. GB = 10⁹ bytes. " +
-      "The bar is what is alive at the step's peak."));
+      "written at build): the same terms and phases as gpulesson budget, per GPU. GB = 10⁹ bytes. " +
+      "The bar is what one GPU holds at the step's peak."));
+    box.appendChild(field("Model preset", preset));
+    box.appendChild(presetSource);
     box.appendChild(field("Model size (billions of parameters)", params));
+    box.appendChild(el("div", { class: "gl-field gl-check" }, [fromShape,
+      el("label", { for: fromShape.id, text: "Count the parameters from the shape below" })]));
     box.appendChild(el("p", { class: "gl-hint" }, [paramsOut]));
     box.appendChild(el("div", { class: "gl-grid" }, [
       field("Precision recipe", recipe), field("Optimizer", optimizer),
       field("Batch size", batch), field("Sequence length", sequence),
       field("Vocabulary", vocab), field("Hidden size", hidden),
       field("Attention heads", heads), field("Layers", layers),
+      field("Key/value heads", kvHeads), field("MLP width", ffn),
       field("Attention", attention),
-      field("Trainable share for LoRA/QLoRA (%)", fraction)
+      field("Trainable share for LoRA/QLoRA (%)", fraction),
+      field("GPUs", gpus), field("ZeRO stage", zero), field("Card", card)
     ]));
+    [[gated, "Gated MLP (SwiGLU: three matrices, no biases)"], [untied, "Output head of its own (untied)"],
+      [positions, "Learned position table (GPT-2; off for rotary positions)"]].forEach(function (pair) {
+      box.appendChild(el("div", { class: "gl-field gl-check" }, [pair[0], el("label", { for: pair[0].id, text: pair[1] })]));
+    });
     box.appendChild(el("div", { class: "gl-field gl-check" }, [ckpt,
       el("label", { for: ckpt.id, text: "Gradient checkpointing (keep one tensor per layer, recompute the rest)" })]));
     box.appendChild(stack);
     box.appendChild(legend);
     box.appendChild(el("dl", { class: "gl-results" }, [
       el("dt", { text: "peak" }), el("dd", {}, [phaseOut]),
-      el("dt", { text: "total at the peak" }), el("dd", {}, [totalOut]),
-      el("dt", { text: "a card needs" }), el("dd", {}, [neededOut])
+      el("dt", { text: "total per GPU at the peak" }), el("dd", {}, [totalOut, " ", errorOut]),
+      el("dt", { text: "a card needs" }), el("dd", {}, [neededOut]),
+      el("dt", { text: "bytes sent per step" }), el("dd", {}, [sentOut]),
+      el("dt", { text: "the chosen card" }), el("dd", {}, [cardOut])
     ]));
     box.appendChild(refusalOut);
     box.appendChild(cards);
+    box.appendChild(el("p", { class: "gl-hint", text: "Every datasheet card:" }));
+    box.appendChild(datasheetCards);
     recipeChanged();
   }
 

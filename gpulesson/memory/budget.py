@@ -316,6 +316,17 @@ def trainable_parameters(
     return trainable, (f"adapters: {fraction:.2%} of the parameters are trainable",)
 
 
+#: What each ZeRO stage divides by the GPU count (Rajbhandari et al., arXiv:1910.02054):
+#: stage 1 the optimizer state and the master copy, 2 also the gradients, 3 also the
+#: weights. :func:`persistent_terms` and the VRAM planner (``planner.json``) read it.
+ZERO_SHARDED: dict[int, tuple[str, ...]] = {
+    0: (),
+    1: ("optimizer", "master"),
+    2: ("optimizer", "master", "gradients"),
+    3: ("optimizer", "master", "gradients", "weights"),
+}
+
+
 def persistent_terms(
     recipe: Recipe, n_params: int, trainable: int, *, gpus: int = 1, zero: int = 0
 ) -> PersistentTerms:
@@ -333,11 +344,14 @@ def persistent_terms(
     grads = trainable * bpp["gradients"]
     states = trainable * bpp["optimizer"]
     master = trainable * bpp["master"]
-    if zero >= 1:
-        states, master = states / gpus, master / gpus
-    if zero >= 2:
+    sharded = ZERO_SHARDED[zero]
+    if "optimizer" in sharded:
+        states = states / gpus
+    if "master" in sharded:
+        master = master / gpus
+    if "gradients" in sharded:
         grads = grads / gpus
-    if zero >= 3:
+    if "weights" in sharded:
         weights = weights / gpus
     return PersistentTerms(
         weights_bytes=weights, gradients_bytes=grads, optimizer_bytes=states, master_bytes=master
@@ -372,6 +386,7 @@ def step_sizes(
         "hidden": shape.hidden,
         "heads": shape.heads,
         "kv_hidden": shape.kv_hidden,
+        "ffn": shape.ffn_size,
         "vocab": shape.vocab,
         "layers": shape.layers,
         "dtype": DTYPE_BYTES[compute_dtype],
@@ -656,6 +671,12 @@ def _shape_notes(
             f"kv_heads={shape.kv_head_count} shrinks the KV cache and the parameter count; "
             "training activations count K and V at full width (GPT-2's multi-head "
             "attention), an upper bound"
+        )
+    if shape.gated or shape.ffn_size != 4 * shape.hidden:
+        notes.append(
+            f"MLP: {'gated, ' if shape.gated else ''}{shape.ffn_size:,} wide prices the "
+            "parameters; activations and temporaries follow GPT-2's block (two 4 x hidden "
+            "MLP tensors), a model for this shape, not measured"
         )
     return notes
 

@@ -10,14 +10,19 @@ and the browser test compares the two on many inputs.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
+from gpulesson.memory import comm
 from gpulesson.memory.budget import (
     ALLOCATOR_SLACK_FRACTION,
     CUDA_CONTEXT_BYTES,
     DEFAULT_LOSS_CHUNKS,
     DEFAULT_TRAINABLE_FRACTION,
     HEADROOM,
+    ZERO_SHARDED,
 )
 from gpulesson.memory.capacity import CARDS_GB
 from gpulesson.memory.recipes import (
@@ -27,12 +32,139 @@ from gpulesson.memory.recipes import (
     PRESETS,
     state_bytes,
 )
-from gpulesson.memory.shape import limits_data
+from gpulesson.memory.shape import TransformerShape, limits_data
 from gpulesson.memory.terms import tables_data
+from gpulesson.results import datasheets
 from gpulesson.units import GB, GIB
 
+PRESETS_FILE = "presets.json"
+#: The GPU counts the planner offers (its "GPUs" control).
+GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+_PRESET_FIELDS = (
+    "id", "label", "source", "vocab", "seq", "hidden", "heads", "kv_heads", "layers", "ffn",
+    "gated", "tied_head", "learned_positions", "cited_parameters",
+)  # fmt: skip
 
-def planner_data() -> dict[str, Any]:
+
+@dataclass(frozen=True, kw_only=True)
+class ModelPreset:
+    """A model's shape from its cited config, and the parameter count its checkpoint has."""
+
+    id: str
+    label: str
+    source: str
+    shape: TransformerShape
+    cited_parameters: int
+
+
+def parse_presets(
+    data: Any, label: str = f"gpulesson/memory/{PRESETS_FILE}"
+) -> tuple[ModelPreset, ...]:
+    """The presets of ``data`` (the file's JSON), each checked; a ValueError names entry and field.
+
+    >>> parse_presets({"presets": [{"id": "x"}]})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: gpulesson/memory/presets.json: preset 'x' lacks field 'label': ...
+    """
+    out = []
+    for entry in data.get("presets", []) if isinstance(data, dict) else []:
+        name = entry.get("id", "?") if isinstance(entry, dict) else "?"
+        for f in _PRESET_FIELDS:
+            if not isinstance(entry, dict) or f not in entry:
+                raise ValueError(
+                    f"{label}: preset {name!r} lacks field {f!r}: give every field of "
+                    f"{', '.join(_PRESET_FIELDS)}"
+                )
+        if not str(entry["source"]).startswith("https://huggingface.co/"):
+            raise ValueError(
+                f"{label}: preset {name!r} field 'source' must cite a Hugging Face URL"
+            )
+        try:
+            shape = TransformerShape(
+                entry["vocab"], entry["seq"], entry["hidden"], entry["heads"], entry["layers"],
+                kv_heads=entry["kv_heads"], ffn=entry["ffn"], gated=entry["gated"],
+                tied_head=entry["tied_head"], learned_positions=entry["learned_positions"],
+            )  # fmt: skip
+        except ValueError as exc:
+            raise ValueError(f"{label}: preset {name!r}: {exc}") from None
+        out.append(
+            ModelPreset(
+                id=str(entry["id"]),
+                label=str(entry["label"]),
+                source=str(entry["source"]),
+                shape=shape,
+                cited_parameters=int(entry["cited_parameters"]),
+            )
+        )
+    return tuple(out)
+
+
+def model_presets() -> tuple[ModelPreset, ...]:
+    """The planner's model presets (``presets.json``), checked.
+
+    >>> p = {m.id: m for m in model_presets()}
+    >>> p["gpt2"].shape.parameters(), round(p["llama-3-8b"].shape.parameters() / 1e9, 2)
+    (124439808, 8.03)
+    """
+    text = resources.files("gpulesson.memory").joinpath(PRESETS_FILE).read_text("utf-8")
+    return parse_presets(json.loads(text))
+
+
+def comm_table() -> dict[str, Any]:
+    """Bytes sent per step as tables read off :func:`gpulesson.memory.comm.step_comm`.
+
+    ``stages`` lists each ZeRO stage's collectives (one micro-batch per step) with the
+    tensor each moves (``gradients``, ``parameters`` or ``updated``: the trainable
+    parameters gathered after the step) and how many times; ``share`` is each
+    collective's share of the tensor one GPU sends, by GPU count
+    (:func:`gpulesson.memory.comm.sent_fraction`). One GPU's bytes per step are the sum
+    over the stage's collectives of ``round(share x message x times)``.
+
+    >>> t = comm_table()
+    >>> [(c["collective"], c["tensor"]) for c in t["stages"]["3"]]
+    [('all-gather', 'parameters'), ('all-gather', 'parameters'), ('reduce-scatter', 'gradients')]
+    >>> t["share"]["all-reduce"]["8"]
+    1.75
+    """
+    probe = {1.0: "gradients", 2.0: "parameters", 3.0: "updated"}
+    stages = {}
+    for zero in comm.ZERO_STAGES:
+        c = comm.step_comm(
+            gpus=2, zero=zero, gradient_bytes=1, parameter_bytes=2, updated_parameter_bytes=3
+        )
+        stages[str(zero)] = [
+            {"collective": x.collective, "tensor": probe[float(x.message_bytes)], "times": x.times}
+            for x in c.collectives
+        ]
+    share = {
+        name: {str(n): (comm.sent_fraction(name, n) if n > 1 else 0.0) for n in GPU_COUNTS}
+        for name in comm.COLLECTIVES
+    }
+    return {"stages": stages, "share": share}
+
+
+def card_rows() -> list[dict[str, Any]]:
+    """Every datasheet row with a memory size: id, name and bytes (the stated GB as GiB).
+
+    >>> rows = {r["id"]: r for r in card_rows()}
+    >>> rows["h200"]["memory_stated_gb"], rows["a100-80gb"]["memory_bytes"] == 80 * 2**30
+    (141.0, True)
+    """
+    return [
+        {
+            "id": d.id,
+            "name": d.name,
+            "memory_stated_gb": d.memory_stated_gb,
+            "memory_bytes": d.memory_bytes,
+            "source": d.sources[0].url if d.sources else None,
+        }
+        for d in datasheets.all_rows()
+        if d.memory_bytes is not None
+    ]
+
+
+def planner_data(accuracy: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the VRAM planner's script needs to compute what :func:`estimate` computes.
 
     ``recipes`` holds each preset's bytes per parameter (``weights``,
@@ -46,6 +178,13 @@ def planner_data() -> dict[str, Any]:
     count of the shape and why (:func:`gpulesson.memory.shape.limits_data`, the
     limits the estimate and ``gpulesson budget`` enforce), which the script checks
     before it evaluates anything.
+
+    Across GPUs: ``zero_sharded`` names what each ZeRO stage divides by the GPU count
+    (:data:`gpulesson.memory.budget.ZERO_SHARDED`), ``comm`` the bytes sent per step
+    (:func:`comm_table`), ``gpu_counts`` the counts offered; ``datasheet_cards`` every
+    datasheet row with its memory (:func:`card_rows`); ``presets`` the model presets
+    (:func:`model_presets`); ``accuracy`` the estimator's measured error, when the build
+    measured it (the memory lesson's accuracy table), else None.
 
     >>> d = planner_data()
     >>> d["recipes"]["bf16"]["gradients"], d["cards_bytes"][0], d["default_preset"]
@@ -89,5 +228,30 @@ def planner_data() -> dict[str, Any]:
             "allocator_slack_fraction": ALLOCATOR_SLACK_FRACTION,
             "rule": HEADROOM,
         },
+        "zero_sharded": {str(z): list(v) for z, v in ZERO_SHARDED.items()},
+        "comm": comm_table(),
+        "gpu_counts": list(GPU_COUNTS),
+        "datasheet_cards": card_rows(),
+        "presets": [
+            {
+                "id": m.id,
+                "label": m.label,
+                "source": m.source,
+                "vocab": m.shape.vocab,
+                "seq": m.shape.seq,
+                "hidden": m.shape.hidden,
+                "heads": m.shape.heads,
+                "kv_heads": m.shape.kv_head_count,
+                "layers": m.shape.layers,
+                "ffn": m.shape.ffn_size,
+                "gated": m.shape.gated,
+                "tied_head": m.shape.tied_head,
+                "learned_positions": m.shape.learned_positions,
+                "parameters": m.shape.parameters(),
+                "cited_parameters": m.cited_parameters,
+            }
+            for m in model_presets()
+        ],
+        "accuracy": accuracy,
         **tables_data(),
     }

@@ -57,7 +57,7 @@ COUNT_LIMITS: dict[str, CountLimit] = {
 }
 
 #: The shape's counts, in the order the CLI and the planner ask for them.
-SHAPE_COUNTS = ("vocab", "seq", "hidden", "heads", "layers", "batch", "kv_heads")
+SHAPE_COUNTS = ("vocab", "seq", "hidden", "heads", "layers", "batch", "kv_heads", "ffn")
 
 
 def count_limit(name: str) -> CountLimit:
@@ -158,6 +158,13 @@ class TransformerShape:
     ``kv_heads`` is the number of key/value heads: ``None`` (the default) means
     one per attention head (multi-head attention), fewer is grouped-query
     attention (GQA), 1 is multi-query attention (MQA). It must divide ``heads``.
+
+    The MLP and the ends of the model, for shapes other than GPT-2's (the defaults
+    are GPT-2's, so every GPT-2 count is unchanged): ``ffn`` is the MLP's inner width
+    (``None``: 4 x hidden); ``gated`` a gated MLP (SwiGLU, as Llama and Mistral: three
+    hidden x ffn matrices, no biases) instead of two matrices with biases;
+    ``tied_head=False`` an output head of its own (vocab x hidden more);
+    ``learned_positions=False`` no position table (rotary positions, as Llama).
     """
 
     vocab: int
@@ -167,6 +174,10 @@ class TransformerShape:
     layers: int
     batch: int = 1
     kv_heads: int | None = field(default=None, kw_only=True)
+    ffn: int | None = field(default=None, kw_only=True)
+    gated: bool = field(default=False, kw_only=True)
+    tied_head: bool = field(default=True, kw_only=True)
+    learned_positions: bool = field(default=True, kw_only=True)
 
     def __post_init__(self) -> None:
         for name in ("vocab", "seq", "hidden", "heads", "layers", "batch"):
@@ -183,6 +194,28 @@ class TransformerShape:
                     f"kv_heads={self.kv_heads} does not divide heads={self.heads}: "
                     "each key/value head serves a whole group of attention heads"
                 )
+        if self.ffn is not None:
+            check_count("ffn", self.ffn)
+        for name in ("gated", "tied_head", "learned_positions"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be True or False")
+
+    @property
+    def ffn_size(self) -> int:
+        """The MLP's inner width: ``ffn``, or 4 x hidden (GPT-2's) when it is not given."""
+        return 4 * self.hidden if self.ffn is None else self.ffn
+
+    def conditions(self) -> set[str]:
+        """The conditions :data:`gpulesson.memory.terms.MODEL_PARAMETERS` tests for this shape.
+
+        >>> sorted(TransformerShape(64, 8, 16, 2, 1).conditions())
+        ['learned_positions', 'plain_mlp', 'tied_head']
+        """
+        return {
+            "gated_mlp" if self.gated else "plain_mlp",
+            "tied_head" if self.tied_head else "untied_head",
+            *(("learned_positions",) if self.learned_positions else ()),
+        }
 
     @property
     def kv_head_count(self) -> int:
@@ -200,14 +233,19 @@ class TransformerShape:
         return self.kv_head_count * self.head_dim
 
     def parameters(self) -> int:
-        """GPT-2's parameter count (:data:`gpulesson.memory.terms.MODEL_PARAMETERS`).
+        """The parameter count (:data:`gpulesson.memory.terms.MODEL_PARAMETERS`).
 
-        Embeddings, per block 12C^2 + 13C with one key/value head per head
-        (fewer with grouped-query attention), a final LayerNorm; the head is
-        tied to the token embedding.
+        GPT-2's by default: embeddings, per block 12C^2 + 13C with one key/value
+        head per head (fewer with grouped-query attention), a final LayerNorm; the
+        head is tied to the token embedding. ``ffn``, ``gated``, ``tied_head`` and
+        ``learned_positions`` change the MLP and the ends (class docstring).
 
         >>> TransformerShape(50257, 1024, 768, 12, 12).parameters()
         124439808
+        >>> llama3_8b = TransformerShape(128256, 8192, 4096, 32, 32, kv_heads=8, ffn=14336,
+        ...                              gated=True, tied_head=False, learned_positions=False)
+        >>> round(llama3_8b.parameters() / 1e9, 2)
+        8.03
         """
         from gpulesson.memory.terms import count_parameters
 
@@ -216,6 +254,7 @@ class TransformerShape:
             "seq": self.seq,
             "hidden": self.hidden,
             "kv_hidden": self.kv_hidden,
+            "ffn": self.ffn_size,
             "layers": self.layers,
         }
-        return count_parameters(sizes)
+        return count_parameters(sizes, self.conditions())

@@ -170,18 +170,27 @@ _UPCAST_LOG_SOFTMAX = (
 # (C^2 + 2C x kv_hidden weights, C + 2 kv_hidden biases), the output projection
 # (C^2 + C) and the MLP (8C^2 + 5C), and the final LayerNorm (2C); the head is
 # tied to the token embedding. With one key/value head per head: 12C^2 + 13C a block.
+# Other shapes (gpulesson.memory.shape.TransformerShape): "ffn" is the MLP's inner width
+# (4C for GPT-2); "gated_mlp" three bias-free hidden x ffn matrices (SwiGLU, Llama) instead
+# of "plain_mlp"'s two with biases; "untied_head" a head of its own; no "learned_positions"
+# drops the position table (rotary positions).
 MODEL_PARAMETERS = Term(
     name="model_parameters",
     meaning="the parameters of the shape (a count)",
     options=(
         (
             _m(1, "vocab", "hidden"),
-            _m(1, "seq", "hidden"),
-            _m(10, "layers", "hidden", "hidden"),
-            _m(11, "layers", "hidden"),
+            _m(1, "seq", "hidden", when=("learned_positions",)),
+            _m(2, "layers", "hidden", "hidden"),  # the Q and output projections
+            _m(2, "layers", "hidden", "ffn", when=("plain_mlp",)),
+            _m(3, "layers", "hidden", "ffn", when=("gated_mlp",)),  # gate, up, down
+            _m(6, "layers", "hidden"),  # LayerNorms, Q and output biases
+            _m(1, "layers", "hidden", when=("plain_mlp",)),  # the MLP's biases
+            _m(1, "layers", "ffn", when=("plain_mlp",)),
             _m(2, "layers", "hidden", "kv_hidden"),
             _m(2, "layers", "kv_hidden"),
             _m(2, "hidden"),
+            _m(1, "vocab", "hidden", when=("untied_head",)),
         ),
     ),
 )
@@ -503,13 +512,20 @@ def _monomial_bytes(m: Monomial, sizes: dict[str, float]) -> float:
     return value
 
 
-def count_parameters(sizes: dict[str, float]) -> int:
+#: The conditions of GPT-2's own shape (a plain MLP, a tied head, a position table).
+GPT2_SHAPE_CONDITIONS = frozenset({"plain_mlp", "tied_head", "learned_positions"})
+
+
+def count_parameters(
+    sizes: dict[str, float], conditions: set[str] | frozenset[str] = GPT2_SHAPE_CONDITIONS
+) -> int:
     """The shape's parameter count, :data:`MODEL_PARAMETERS` evaluated for ``sizes``.
 
-    >>> count_parameters({"vocab": 64, "seq": 8, "hidden": 16, "kv_hidden": 16, "layers": 1})
+    >>> sizes = {"vocab": 64, "seq": 8, "hidden": 16, "kv_hidden": 16, "ffn": 64, "layers": 1}
+    >>> count_parameters(sizes)
     4464
     """
-    return int(_option_bytes(MODEL_PARAMETERS.options[0], sizes, set()))
+    return int(_option_bytes(MODEL_PARAMETERS.options[0], sizes, set(conditions)))
 
 
 def _option_bytes(

@@ -28,10 +28,13 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 
 from gpulesson.memory.planner import planner_data
-from gpulesson.site import content, course_rules, glossary, labs
+from gpulesson.site import content, course_rules, facts, glossary, labs
 
 LABS_DIR = "assets/labs"
 QUIZ_HEADING = "## Check yourself"
+#: Where the estimator's measured error comes from: the memory lesson's accuracy table.
+ACCURACY_PAGE = "lessons/memory.md"
+ACCURACY_FACT = "memory.gpt2_worst_error_pct"
 
 
 def quiz_section(stem: str) -> str:
@@ -82,13 +85,35 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return markdown.rstrip() + "\n\n" + glossary.abbreviations_markdown()
 
 
+def planner_accuracy() -> dict[str, Any] | None:
+    """The estimator's measured error as this build's memory lesson published it, else None.
+
+    >>> facts.reset(); facts.begin_page(ACCURACY_PAGE)
+    >>> _ = facts.publish(ACCURACY_FACT, 5.3, "%")
+    >>> planner_accuracy()["max_abs_error_pct"]
+    5.3
+    >>> facts.reset(); planner_accuracy() is None
+    True
+    """
+    fact = facts.page_facts(ACCURACY_PAGE).get(ACCURACY_FACT)
+    if fact is None:
+        return None
+    return {
+        "max_abs_error_pct": float(fact.value),
+        "source": "the memory lesson's estimate-vs-measured cases (What fills GPU memory)",
+        "page": ACCURACY_PAGE,
+        "kind": fact.kind,
+    }
+
+
 def planner_json() -> str:
-    """The planner's data, :func:`gpulesson.memory.planner.planner_data`, as JSON text.
+    """The planner's data, :func:`gpulesson.memory.planner.planner_data`, as JSON text, with
+    the estimator's measured error from this build (:func:`planner_accuracy`).
 
     >>> json.loads(planner_json())["default_preset"]
     'amp'
     """
-    return json.dumps(planner_data(), ensure_ascii=False)
+    return json.dumps(planner_data(planner_accuracy()), ensure_ascii=False)
 
 
 def on_post_build(config: Any) -> None:
