@@ -634,6 +634,7 @@
       activations: alive.activations || 0, temporaries: alive.temporaries || 0,
       kv_cache: alive["KV cache"] || 0,
       total: total, needed: needed, sent: sent, parameters: params,
+      shape_parameters: shapeParameters(data, x),
       fits: data.cards_bytes.map(function (c) { return needed <= c; }),
       card_fits: data.datasheet_cards.map(function (c) { return needed <= c.memory_bytes; })
     };

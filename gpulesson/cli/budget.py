@@ -167,6 +167,26 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="key/value heads for grouped-query attention (default: --heads, one per head)",
     )
+    parser.add_argument(
+        "--ffn",
+        metavar="N",
+        help="the MLP's inner width (intermediate_size; default 4 x --hidden, GPT-2's)",
+    )
+    parser.add_argument(
+        "--gated",
+        action="store_true",
+        help="a gated MLP (SwiGLU, as Llama and Mistral: three matrices, no biases)",
+    )
+    parser.add_argument(
+        "--untied-head",
+        action="store_true",
+        help="an output head of its own (tie_word_embeddings false): vocab x hidden more",
+    )
+    parser.add_argument(
+        "--no-position-table",
+        action="store_true",
+        help="no learned position table (rotary positions, as Llama and Mistral)",
+    )
     parser.add_argument("--attention", choices=budget.ATTENTIONS, default="sdpa")
     parser.add_argument(
         "--impl",
@@ -260,9 +280,17 @@ def build_shape(args: argparse.Namespace) -> budget.TransformerShape | None:
     dims = {n: positive_int(n, getattr(args, n)) for n in _SHAPE_OPTIONS}
     batch = positive_int("batch", args.batch)
     kv_heads = positive_int("kv-heads", args.kv_heads)
+    ffn = positive_int("ffn", getattr(args, "ffn", None))
+    forms = {
+        "--ffn": ffn is not None,
+        "--gated": getattr(args, "gated", False),
+        "--untied-head": getattr(args, "untied_head", False),
+        "--no-position-table": getattr(args, "no_position_table", False),
+    }
     if all(v is None for v in dims.values()):
-        if batch is not None or kv_heads is not None:
-            option = "--batch" if batch is not None else "--kv-heads"
+        given = [name for name, on in forms.items() if on]
+        if batch is not None or kv_heads is not None or given:
+            option = "--batch" if batch is not None else "--kv-heads" if kv_heads else given[0]
             raise ValueError(
                 f"{option} needs a transformer config: give --vocab --seq --hidden --heads "
                 "--layers too"
@@ -271,7 +299,15 @@ def build_shape(args: argparse.Namespace) -> budget.TransformerShape | None:
     missing = [f"--{n}" for n, v in dims.items() if v is None]
     if missing:
         raise ValueError(f"a transformer config also needs {' '.join(missing)}")
-    return budget.TransformerShape(batch=batch or 1, kv_heads=kv_heads, **dims)  # type: ignore[arg-type]
+    return budget.TransformerShape(
+        batch=batch or 1,
+        kv_heads=kv_heads,
+        ffn=ffn,
+        gated=forms["--gated"],
+        tied_head=not forms["--untied-head"],
+        learned_positions=not forms["--no-position-table"],
+        **dims,  # type: ignore[arg-type]
+    )
 
 
 def build_budget(args: argparse.Namespace) -> budget.Budget:
