@@ -702,7 +702,7 @@
     var paramsOut = out("params");
     var totalOut = out("total"); var neededOut = out("needed"); var phaseOut = out("phase");
     var refusalOut = el("p", { class: "gl-verdict", role: "alert", "data-out": "refusal" });
-    var stack = el("div", { class: "gl-stack", role: "img", "aria-label": "memory alive at the peak, by consumer" });
+    var stack = el("div", { class: "gl-stack", role: "img", "aria-label": "memory one GPU holds at the peak, by term" });
     var legendOuts = PLANNER_KEYS.map(function (k) { return out(k); });
     var legend = el("ul", { class: "gl-legend" }, PLANNER_KEYS.map(function (k, i) {
       var key = el("span", { class: "gl-key gl-key-" + i, "aria-hidden": "true" });
