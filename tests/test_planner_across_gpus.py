@@ -286,4 +286,63 @@ def test_script_refuses_an_mlp_width_past_its_limit(tmp_path):
         text=True,
         timeout=60,
     )
-    assert "RangeError: ffn=10000000000000000 must be a whole number from 1 to 2^53" in result.stdout
+    assert (
+        "RangeError: ffn=10000000000000000 must be a whole number from 1 to 2^53" in result.stdout
+    )
+
+
+@needs_node
+def test_script_spreads_tensor_and_pipeline_parallel_as_estimate_does(tmp_path):
+    """plan() with tensor and pipeline parallel degrees against estimate, budget_comm and
+    gpulesson.memory.parallel.tensor_parallel_step (the all-reduces of one micro-batch)."""
+    from gpulesson.memory.parallel import tensor_parallel_step
+    from gpulesson.memory.recipes import DTYPE_BYTES
+
+    cases = [
+        _case(recipe=recipe, gpus=gpus, zero=zero, tp=tp, pp=pp, batch=2)
+        for recipe in ("amp", "bf16", "lora")
+        for gpus, zero in ((1, 0), (8, 3), (4, 1))
+        for tp, pp in ((1, 1), (2, 1), (8, 4), (1, 32))
+    ]
+    for x, js in zip(cases, _node_plan(tmp_path, cases), strict=True):
+        shape = TransformerShape(32000, 512, 4096, 32, 32, 2)
+        b = estimate(
+            7e9,
+            preset=x["recipe"],
+            shape=shape,
+            gpus=x["gpus"],
+            zero=x["zero"],
+            tensor_parallel=x["tp"],
+            pipeline_parallel=x["pp"],
+        )
+        assert js["total"] == b.total_bytes, x
+        assert js["weights"] == b.weights_bytes, x
+        assert js["sent"] == comm.budget_comm(b).sent_bytes, x
+        if x["tp"] == 1:
+            assert js["tp_sent"] is None
+        else:
+            step = tensor_parallel_step(
+                batch=2, seq=512, hidden=4096, layers=32 // x["pp"], tensor_parallel=x["tp"],
+                bytes_per_value=int(DTYPE_BYTES[b.recipe.compute_dtype]),
+            )  # fmt: skip
+            assert js["tp_sent"] == step.sent_bytes, x
+    one = estimate(7e9, shape=TransformerShape(32000, 512, 4096, 32, 32))
+    spread = estimate(
+        7e9, shape=TransformerShape(32000, 512, 4096, 32, 32), tensor_parallel=8,
+        pipeline_parallel=4,
+    )  # fmt: skip
+    assert spread.weights_bytes * 32 == one.weights_bytes
+
+
+def test_model_parallel_degrees_are_checked_against_the_shape():
+    shape = TransformerShape(32000, 512, 4096, 32, 32)
+    with pytest.raises(ValueError, match="tensor_parallel=3 does not divide heads=32"):
+        estimate(7e9, shape=shape, tensor_parallel=3)
+    with pytest.raises(ValueError, match="pipeline_parallel=5 does not divide layers=32"):
+        estimate(7e9, shape=shape, pipeline_parallel=5)
+    with pytest.raises(ValueError, match="tensor_parallel=0 must be a positive whole number"):
+        estimate(7e9, shape=shape, tensor_parallel=0)
+    out = _cli("--params", "7e9", "--tensor-parallel", "2", "--pipeline-parallel", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    cli = json.loads(out.stdout)
+    assert cli["tensor_parallel"] == 2 and cli["weights_bytes"] == 7_000_000_000

@@ -576,8 +576,16 @@
     });
     var gpus = x.gpus || 1;
     var zero = x.zero || 0;
+    var tp = x.tp || 1;
+    var pp = x.pp || 1;
+    var mp = tp * pp;
     var sharded = data.zero_sharded[String(zero)];
-    function share(name, value) { return sharded.indexOf(name) >= 0 ? value / gpus : value; }
+    /* a replica's share (tensor x pipeline parallel), then ZeRO's over the data-parallel GPUs */
+    function replica(name, value) { return data.model_parallel_sharded.indexOf(name) >= 0 ? value / mp : value; }
+    function share(name, value) {
+      var v = replica(name, value);
+      return sharded.indexOf(name) >= 0 ? v / gpus : v;
+    }
     var r = data.recipes[x.recipe];
     var params = Math.round(x.params);
     var trainable = r.adapters ? Math.round(params * x.fraction) : (r.inference ? 0 : params);
@@ -593,6 +601,13 @@
       ["optimizer state", Math.trunc(share("optimizer", trainable * stateBytes))]
     ];
     var shaped = shapeSizes(x);
+    /* tensor parallelism's activation all-reduces per micro-batch, on this GPU's layers */
+    var tpSent = null;
+    if (tp > 1) {
+      var calls = data.tensor_parallel_all_reduces_per_layer * (x.layers / pp);
+      tpSent = roundHalfEven(calls * (data.comm.share["all-reduce"][String(tp)] *
+        (x.batch * x.sequence * x.hidden * r.compute_bytes)));
+    }
     var sizes = {
       batch: x.batch, seq: x.sequence, hidden: x.hidden, heads: x.heads, kv_hidden: shaped.kv_hidden,
       ffn: shaped.ffn, vocab: x.vocab, layers: x.layers, dtype: r.compute_bytes,
@@ -604,8 +619,9 @@
     /* bytes one GPU sends per optimizer step (none for inference) */
     var sent = null;
     if (!r.inference) {
-      var messages = { gradients: wholeGradients, parameters: wholeWeights,
-        updated: trainable * (r.adapters ? r.compute_bytes : r.weights) };
+      var messages = { gradients: replica("gradients", wholeGradients),
+        parameters: replica("weights", wholeWeights),
+        updated: trainable * (r.adapters ? r.compute_bytes : r.weights) / mp };
       sent = 0;
       data.comm.stages[String(zero)].forEach(function (c) {
         sent += roundHalfEven(data.comm.share[c.collective][String(gpus)] * messages[c.tensor] * c.times);
@@ -633,7 +649,7 @@
       optimizer: alive["optimizer state"] || 0, gradients: alive.gradients || 0,
       activations: alive.activations || 0, temporaries: alive.temporaries || 0,
       kv_cache: alive["KV cache"] || 0,
-      total: total, needed: needed, sent: sent, parameters: params,
+      total: total, needed: needed, sent: sent, tp_sent: tpSent, parameters: params,
       shape_parameters: shapeParameters(data, x),
       fits: data.cards_bytes.map(function (c) { return needed <= c; }),
       card_fits: data.datasheet_cards.map(function (c) { return needed <= c.memory_bytes; })
@@ -692,6 +708,13 @@
     var zero = el("select", { "data-in": "zero" }, ["0", "1", "2", "3"].map(function (n) {
       return el("option", { value: n, text: n + (n === "0" ? " (no sharding)" : n === "3" ? " (FSDP)" : "") });
     }));
+    function degrees(name) {
+      return el("select", { "data-in": name }, data.parallel_degrees.map(function (n) {
+        return el("option", { value: String(n), text: String(n) });
+      }));
+    }
+    var tpIn = degrees("tp"); var ppIn = degrees("pp");
+    var tpOut = out("tp-sent"); var allGpusOut = out("all-gpus");
     var card = el("select", { "data-in": "card" }, data.datasheet_cards.map(function (c) {
       return el("option", { value: c.id, text: c.name + " (" + c.memory_stated_gb + " GB)", selected: c.id === "h100-sxm" });
     }));
@@ -748,6 +771,14 @@
         return "Key/value heads " + kvHeads.value + " must divide the attention heads " + heads.value +
           ": each key/value head serves a whole group of attention heads.";
       }
+      if (Number(heads.value) % Number(tpIn.value) !== 0) {
+        return "Tensor-parallel degree " + tpIn.value + " must divide the attention heads " + heads.value +
+          ": each GPU takes whole attention heads.";
+      }
+      if (Number(layers.value) % Number(ppIn.value) !== 0) {
+        return "Pipeline-parallel degree " + ppIn.value + " must divide the layers " + layers.value +
+          ": each stage takes the same number of whole layers.";
+      }
       if (zero.value !== "0" && gpus.value === "1") {
         return "ZeRO stage " + zero.value + " shards across GPUs: pick 2 or more GPUs.";
       }
@@ -766,7 +797,7 @@
       return { params: fromShape.checked && !refusal() ? shapeParameters(data, x) : Number(params.value) * 1e9,
         recipe: recipe.value, kv_heads: x.kv_heads, ffn: x.ffn, gated: x.gated,
         tied_head: x.tied_head, learned_positions: x.learned_positions,
-        gpus: Number(gpus.value), zero: Number(zero.value),
+        gpus: Number(gpus.value), zero: Number(zero.value), tp: Number(tpIn.value), pp: Number(ppIn.value),
         optimizer: optimizer.disabled ? null : optimizer.value, attention: attention.value,
         batch: Number(batch.value), sequence: Number(sequence.value), vocab: Number(vocab.value),
         hidden: Number(hidden.value), heads: Number(heads.value), layers: Number(layers.value),
@@ -775,7 +806,7 @@
 
     /* An invalid input leaves no number behind: every result is cleared, the refusal shown. */
     function clearResults() {
-      [totalOut, neededOut, phaseOut, sentOut, cardOut].concat(legendOuts).forEach(function (o) {
+      [totalOut, neededOut, phaseOut, sentOut, cardOut, tpOut, allGpusOut].concat(legendOuts).forEach(function (o) {
         o.textContent = "–"; delete o.dataset.value;
       });
       stack.textContent = "";
@@ -832,6 +863,10 @@
       neededOut.dataset.value = String(p.needed);
       if (p.sent === null) { sentOut.textContent = "none: inference has no optimizer step"; delete sentOut.dataset.value; }
       else { sentOut.textContent = fmt(p.sent / 1e9, 2) + " GB per GPU per step"; sentOut.dataset.value = String(p.sent); }
+      allGpusOut.textContent = String(x.gpus * x.tp * x.pp) + " (data " + x.gpus + " × tensor " + x.tp + " × pipeline " + x.pp + ")";
+      allGpusOut.dataset.value = String(x.gpus * x.tp * x.pp);
+      if (p.tp_sent === null) { tpOut.textContent = "none (tensor-parallel degree 1)"; delete tpOut.dataset.value; }
+      else { tpOut.textContent = fmt(p.tp_sent / 1e9, 2) + " GB per GPU per micro-batch, on the critical path"; tpOut.dataset.value = String(p.tp_sent); }
       var chosen = data.datasheet_cards.map(function (c) { return c.id; }).indexOf(card.value);
       cardOut.textContent = data.datasheet_cards[chosen].name + ": " + (p.card_fits[chosen] ? "fits" : "too small");
       cardOut.dataset.value = p.card_fits[chosen] ? "yes" : "no";
@@ -848,7 +883,7 @@
     }
 
     [params, batch, sequence, vocab, hidden, heads, layers, kvHeads, ffn, fraction].forEach(function (i) { i.addEventListener("input", update); });
-    [optimizer, attention, ckpt, gated, untied, positions, fromShape, gpus, zero, card].forEach(function (i) { i.addEventListener("change", update); });
+    [optimizer, attention, ckpt, gated, untied, positions, fromShape, gpus, zero, tpIn, ppIn, card].forEach(function (i) { i.addEventListener("change", update); });
     preset.addEventListener("change", presetChanged);
     if (data.accuracy) {
       errorOut.textContent = "measured error: within ±" + fmt(data.accuracy.max_abs_error_pct, 1) + " % (the largest of " +
@@ -875,7 +910,8 @@
       field("Key/value heads", kvHeads), field("MLP width", ffn),
       field("Attention", attention),
       field("Trainable share for LoRA/QLoRA (%)", fraction),
-      field("GPUs", gpus), field("ZeRO stage", zero), field("Card", card)
+      field("GPUs", gpus), field("ZeRO stage", zero),
+      field("Tensor-parallel degree", tpIn), field("Pipeline-parallel degree", ppIn), field("Card", card)
     ]));
     [[gated, "Gated MLP (SwiGLU: three matrices, no biases)"], [untied, "Output head of its own (untied)"],
       [positions, "Learned position table (GPT-2; off for rotary positions)"]].forEach(function (pair) {
@@ -883,13 +919,18 @@
     });
     box.appendChild(el("div", { class: "gl-field gl-check" }, [ckpt,
       el("label", { for: ckpt.id, text: "Gradient checkpointing (keep one tensor per layer, recompute the rest)" })]));
+    box.appendChild(el("p", { class: "gl-hint", text: "GPUs counts the data-parallel GPUs; tensor and pipeline " +
+      "parallelism spread the parameter-sized terms over their product (a model). Activations follow GPT-2's " +
+      "block on one GPU: an upper bound under tensor and pipeline parallelism, a model for other shapes." }));
     box.appendChild(stack);
     box.appendChild(legend);
     box.appendChild(el("dl", { class: "gl-results" }, [
       el("dt", { text: "peak" }), el("dd", {}, [phaseOut]),
       el("dt", { text: "total per GPU at the peak" }), el("dd", {}, [totalOut, " ", errorOut]),
       el("dt", { text: "a card needs" }), el("dd", {}, [neededOut]),
+      el("dt", { text: "GPUs in all" }), el("dd", {}, [allGpusOut]),
       el("dt", { text: "bytes sent per step" }), el("dd", {}, [sentOut]),
+      el("dt", { text: "tensor-parallel all-reduces" }), el("dd", {}, [tpOut]),
       el("dt", { text: "the chosen card" }), el("dd", {}, [cardOut])
     ]));
     box.appendChild(refusalOut);

@@ -223,6 +223,20 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="ZeRO stage (3 is FSDP full sharding)",
     )
     parser.add_argument(
+        "--tensor-parallel",
+        default="1",
+        metavar="T",
+        help="tensor-parallel degree: the parameter-sized terms spread over T x P GPUs of a "
+        "replica (a model; must divide --heads)",
+    )
+    parser.add_argument(
+        "--pipeline-parallel",
+        default="1",
+        metavar="P",
+        help="pipeline-parallel degree (must divide --layers); --gpus stays the data-parallel "
+        "count, so the run uses gpus x T x P",
+    )
+    parser.add_argument(
         "--accumulation",
         default="1",
         metavar="N",
@@ -346,6 +360,9 @@ def build_budget(args: argparse.Namespace) -> budget.Budget:
         loss=args.loss,
         loss_chunks=chunks,
         impl=args.impl,
+        tensor_parallel=positive_int("tensor-parallel", getattr(args, "tensor_parallel", "1")) or 1,
+        pipeline_parallel=positive_int("pipeline-parallel", getattr(args, "pipeline_parallel", "1"))
+        or 1,
     )
 
 

@@ -175,6 +175,8 @@ class Budget:
     loss_chunks: int | None = None
     impl: str = "gpulesson"
     impl_terms: tuple[ImplTerm, ...] = ()
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
 
     @property
     def with_headroom_bytes(self) -> int:
@@ -327,12 +329,30 @@ ZERO_SHARDED: dict[int, tuple[str, ...]] = {
 }
 
 
-def persistent_terms(
-    recipe: Recipe, n_params: int, trainable: int, *, gpus: int = 1, zero: int = 0
-) -> PersistentTerms:
-    """Weights, gradients, optimizer state and master copy on one GPU, after ZeRO sharding.
+#: What tensor and pipeline parallelism spread over the ``tensor_parallel x pipeline_parallel``
+#: GPUs of one model replica: every parameter-sized term. A model, not measured: Megatron-LM
+#: splits each layer's matrices over the tensor-parallel GPUs (Shoeybi et al.,
+#: arXiv:1909.08053) and each pipeline stage holds its share of the layers (Huang et al.,
+#: arXiv:1811.06965); the LayerNorms kept whole and the embedding and head on the end stages
+#: are left out. :func:`persistent_terms` and the VRAM planner read it.
+MODEL_PARALLEL_SHARDED: tuple[str, ...] = ("weights", "gradients", "optimizer", "master")
 
-    Stage 1 shards optimizer state (and the master copy), 2 adds gradients, 3 weights.
+
+def persistent_terms(
+    recipe: Recipe,
+    n_params: int,
+    trainable: int,
+    *,
+    gpus: int = 1,
+    zero: int = 0,
+    model_parallel: int = 1,
+) -> PersistentTerms:
+    """Weights, gradients, optimizer state and master copy on one GPU, after sharding.
+
+    ``model_parallel`` (tensor x pipeline parallel degree) divides what
+    :data:`MODEL_PARALLEL_SHARDED` names first; then ZeRO over the ``gpus`` of data
+    parallelism: stage 1 shards optimizer state (and the master copy), 2 adds gradients,
+    3 weights.
 
     >>> t = persistent_terms(get_recipe("amp"), 7_000_000_000, 7_000_000_000)
     >>> [round(x / GB) for x in (t.weights_bytes, t.gradients_bytes, t.optimizer_bytes)]
@@ -344,6 +364,11 @@ def persistent_terms(
     grads = trainable * bpp["gradients"]
     states = trainable * bpp["optimizer"]
     master = trainable * bpp["master"]
+    terms = {"weights": weights, "gradients": grads, "optimizer": states, "master": master}
+    for name in MODEL_PARALLEL_SHARDED:
+        terms[name] = terms[name] / model_parallel
+    weights, grads, states = terms["weights"], terms["gradients"], terms["optimizer"]
+    master = terms["master"]
     sharded = ZERO_SHARDED[zero]
     if "optimizer" in sharded:
         states = states / gpus
@@ -656,6 +681,33 @@ def _check_step(
     return check_count("loss_chunks", DEFAULT_LOSS_CHUNKS if loss_chunks is None else loss_chunks)
 
 
+def _check_model_parallel(
+    tensor_parallel: int, pipeline_parallel: int, shape: TransformerShape | None
+) -> int:
+    """The model-parallel degree, tensor x pipeline, after checking each against the shape.
+
+    >>> _check_model_parallel(2, 4, TransformerShape(64, 8, 16, 2, 4))
+    8
+    >>> _check_model_parallel(4, 1, TransformerShape(64, 8, 16, 2, 4))
+    Traceback (most recent call last):
+    ...
+    ValueError: tensor_parallel=4 does not divide heads=2: each GPU takes whole attention heads
+    """
+    check_count("tensor_parallel", tensor_parallel)
+    check_count("pipeline_parallel", pipeline_parallel)
+    if shape is not None and shape.heads % tensor_parallel:
+        raise ValueError(
+            f"tensor_parallel={tensor_parallel} does not divide heads={shape.heads}: "
+            "each GPU takes whole attention heads"
+        )
+    if shape is not None and shape.layers % pipeline_parallel:
+        raise ValueError(
+            f"pipeline_parallel={pipeline_parallel} does not divide layers={shape.layers}: "
+            "each stage takes the same number of whole layers"
+        )
+    return tensor_parallel * pipeline_parallel
+
+
 def _shape_notes(
     shape: TransformerShape, recipe: Recipe, params: float | None, n_params: int
 ) -> list[str]:
@@ -700,6 +752,8 @@ def estimate(
     loss: str = "standard",
     loss_chunks: int | None = None,
     impl: str = "gpulesson",
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
 ) -> Budget:
     """Estimate one step's memory on one GPU from a parameter count or a transformer shape.
 
@@ -716,6 +770,9 @@ def estimate(
     ``"transformers"`` (Hugging Face's ``GPT2LMHeadModel``: its ``gelu_new``
     keeps more tensors, its loss upcasts 16-bit logits to fp32); it prices
     training steps with the standard loss and no checkpointing.
+    ``tensor_parallel`` and ``pipeline_parallel`` spread the parameter-sized terms over
+    their product (:data:`MODEL_PARALLEL_SHARDED`, a model); ``gpus`` counts the data
+    parallel GPUs, so a run uses ``gpus x tensor_parallel x pipeline_parallel``.
 
     >>> from gpulesson.units import format_gb
     >>> b = estimate(7e9, preset="qlora")
@@ -738,8 +795,18 @@ def estimate(
         lora_rank=lora_rank,
         lora_targets=lora_targets,
     )
-    ledger = persistent_terms(recipe, n_params, trainable, gpus=gpus, zero=zero)
+    model_parallel = _check_model_parallel(tensor_parallel, pipeline_parallel, shape)
+    ledger = persistent_terms(
+        recipe, n_params, trainable, gpus=gpus, zero=zero, model_parallel=model_parallel
+    )
     notes = [recipe.source, *adapter_notes]
+    if model_parallel > 1:
+        notes.append(
+            f"tensor parallel {tensor_parallel} x pipeline parallel {pipeline_parallel}: the "
+            f"parameter-sized terms are spread over {model_parallel} GPUs (a model); "
+            "activations are counted as on one GPU, an upper bound (the first pipeline stage "
+            "of a 1F1B schedule holds every layer's worth of micro-batches)"
+        )
     if impl == "transformers":
         notes.append(TRANSFORMERS_NOTE)
     if zero >= 3:
@@ -835,6 +902,8 @@ def estimate(
         loss_chunks=chunks,
         impl=impl,
         impl_terms=extra,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
     )
 
 

@@ -277,12 +277,15 @@ def budget_comm(budget: Budget) -> StepComm | None:
     recipe = budget.recipe
     if recipe.inference:
         return None
-    whole = persistent_terms(recipe, budget.parameters, budget.trainable_parameters)
+    model_parallel = budget.tensor_parallel * budget.pipeline_parallel  # a replica's share
+    whole = persistent_terms(
+        recipe, budget.parameters, budget.trainable_parameters, model_parallel=model_parallel
+    )
     if recipe.adapters:
         updated_each = DTYPE_BYTES[recipe.compute_dtype]
     else:
         updated_each = recipe.bytes_per_param()["weights"]
-    updated = budget.trainable_parameters * updated_each
+    updated = budget.trainable_parameters * updated_each / model_parallel
     return step_comm(
         gpus=budget.gpus,
         zero=budget.zero_stage,

@@ -22,9 +22,11 @@ from gpulesson.memory.budget import (
     DEFAULT_LOSS_CHUNKS,
     DEFAULT_TRAINABLE_FRACTION,
     HEADROOM,
+    MODEL_PARALLEL_SHARDED,
     ZERO_SHARDED,
 )
 from gpulesson.memory.capacity import CARDS_GB
+from gpulesson.memory.parallel import ALL_REDUCES_PER_LAYER
 from gpulesson.memory.recipes import (
     DEFAULT_TRAINING_PRESET,
     DTYPE_BYTES,
@@ -40,6 +42,8 @@ from gpulesson.units import GB, GIB
 PRESETS_FILE = "presets.json"
 #: The GPU counts the planner offers (its "GPUs" control).
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: The tensor- and pipeline-parallel degrees it offers (each one of :data:`GPU_COUNTS`).
+PARALLEL_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 _PRESET_FIELDS = (
     "id", "label", "source", "vocab", "seq", "hidden", "heads", "kv_heads", "layers", "ffn",
     "gated", "tied_head", "learned_positions", "cited_parameters",
@@ -180,7 +184,10 @@ def planner_data(accuracy: dict[str, Any] | None = None) -> dict[str, Any]:
     before it evaluates anything.
 
     Across GPUs: ``zero_sharded`` names what each ZeRO stage divides by the GPU count
-    (:data:`gpulesson.memory.budget.ZERO_SHARDED`), ``comm`` the bytes sent per step
+    (:data:`gpulesson.memory.budget.ZERO_SHARDED`), ``model_parallel_sharded`` what tensor x
+    pipeline parallelism divides (:data:`gpulesson.memory.budget.MODEL_PARALLEL_SHARDED`),
+    ``tensor_parallel_all_reduces_per_layer`` Megatron's activation all-reduces
+    (:mod:`gpulesson.memory.parallel`), ``comm`` the bytes sent per step
     (:func:`comm_table`), ``gpu_counts`` the counts offered; ``datasheet_cards`` every
     datasheet row with its memory (:func:`card_rows`); ``presets`` the model presets
     (:func:`model_presets`); ``accuracy`` the estimator's measured error, when the build
@@ -229,6 +236,9 @@ def planner_data(accuracy: dict[str, Any] | None = None) -> dict[str, Any]:
             "rule": HEADROOM,
         },
         "zero_sharded": {str(z): list(v) for z, v in ZERO_SHARDED.items()},
+        "model_parallel_sharded": list(MODEL_PARALLEL_SHARDED),
+        "parallel_degrees": list(PARALLEL_DEGREES),
+        "tensor_parallel_all_reduces_per_layer": ALL_REDUCES_PER_LAYER,
         "comm": comm_table(),
         "gpu_counts": list(GPU_COUNTS),
         "datasheet_cards": card_rows(),
