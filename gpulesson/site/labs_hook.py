@@ -100,7 +100,7 @@ def planner_accuracy() -> dict[str, Any] | None:
         return None
     return {
         "max_abs_error_pct": float(fact.value),
-        "source": "the memory lesson's estimate-vs-measured cases (What fills GPU memory)",
+        "source": "the memory lesson's estimate-vs-measured cases, What fills GPU memory",
         "page": ACCURACY_PAGE,
         "kind": fact.kind,
     }
