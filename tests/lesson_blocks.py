@@ -1,9 +1,10 @@
 """Run a lesson's executed blocks as the build does, for the page tests.
 
 The build runs a page's ``python exec="on"`` blocks in order in one namespace per block,
-with the page's facts (:mod:`gpulesson.site.facts`) carried from block to block. These
-helpers do the same in the test process, so a test reads each block's Markdown, the
-page's facts and the claims they checked.
+with the page's facts (:mod:`gpulesson.site.facts`) carried from block to block, and
+evaluates its ``claim`` and ``describe`` blocks (:mod:`gpulesson.site.claim_fence`) where
+they stand. These helpers do the same in the test process, so a test reads each block's
+Markdown, the page's facts and the claims they checked.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from gpulesson.site import claims, facts
+from gpulesson.site import claim_fence, claims, facts
 from tests.conftest import REPO
 
 LESSONS = REPO / "docs" / "lessons"
 FENCE = re.compile(r'^(?P<indent>[ \t]*)```python exec="on" id="(?P<id>[^"]+)"[^\n]*\n', re.M)
+ANY_FENCE = re.compile(
+    r'^(?P<indent>[ \t]*)```(?:python exec="on" id="(?P<id>[^"]+)"|(?P<lang>claim|describe)\b'
+    r"(?P<options>[^\n]*))[^\n]*\n",
+    re.M,
+)
+_OPTION = re.compile(r'(\w+)="([^"]*)"')
 
 
 def exec_blocks(stem: str) -> list[tuple[str, str]]:
@@ -59,6 +66,43 @@ class PageRun:
         return {name: fact.value for name, fact in self.facts.items()}
 
 
+def page_blocks(stem: str) -> list[tuple[str, str, str, dict[str, str]]]:
+    """Every executed, ``claim`` and ``describe`` block of lesson ``stem`` in page order.
+
+    Each is ``(kind, id, body, options)``: kind ``python`` (id from the fence) or
+    ``claim``/``describe`` (id ``claim-N``/``describe-N`` by order on the page).
+
+    >>> kinds = {kind for kind, *_ in page_blocks("timing")}
+    >>> {"python", "claim"} <= kinds
+    True
+    """
+    text = (LESSONS / f"{stem}.md").read_text(encoding="utf-8")
+    blocks: list[tuple[str, str, str, dict[str, str]]] = []
+    counts = {"claim": 0, "describe": 0}
+    for match in ANY_FENCE.finditer(text):
+        end = text.index(f"\n{match['indent']}```\n", match.end() - 1)
+        body = textwrap.dedent(text[match.end() : end + 1])
+        if match["id"]:
+            blocks.append(("python", match["id"], body, {}))
+            continue
+        kind = match["lang"]
+        counts[kind] += 1
+        options = dict(_OPTION.findall(match["options"]))
+        blocks.append((kind, f"{kind}-{counts[kind]}", body, options))
+    return blocks
+
+
+def run_fence(kind: str, block_id: str, body: str, options: dict[str, str]) -> str:
+    """Evaluate a ``claim`` or ``describe`` block as the build does; return its Markdown."""
+    parsed: dict[str, object] = {}
+    claim_fence.validator(kind, dict(options), parsed, {}, None)
+    facts.begin_block(block_id)
+    try:
+        return claim_fence.to_markdown(kind, body, parsed)
+    finally:
+        facts.end_block()
+
+
 def run_page(stem: str) -> PageRun:
     """Run every block of lesson ``stem`` in order on a fresh page of facts.
 
@@ -67,6 +111,11 @@ def run_page(stem: str) -> PageRun:
     page = f"lessons/{stem}.md"
     facts.reset()
     facts.begin_page(page)
-    printed = {block_id: run_block(stem, block_id, code) for block_id, code in exec_blocks(stem)}
+    printed = {}
+    for kind, block_id, body, options in page_blocks(stem):
+        if kind == "python":
+            printed[block_id] = run_block(stem, block_id, body)
+        else:
+            printed[block_id] = run_fence(kind, block_id, body, options)
     made = [c for c in claims.claims() if c.page == page]
     return PageRun(printed, made, dict(facts.page_facts(page)))

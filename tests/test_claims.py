@@ -27,7 +27,7 @@ def test_a_claim_that_holds_renders_its_sentence_with_the_numbers_filled_in():
         "The add reaches {roofline.best_add_rate:.0f} GB/s.", "roofline.best_add_rate > 10"
     )
     assert out.startswith("The add reaches 51 GB/s.")
-    assert "checked on this build" in out
+    assert "gl-claim-holds" in out
     assert claims.claims()[0].status == claims.HOLDS
 
 
@@ -57,7 +57,7 @@ def test_changing_a_number_under_a_claim_flips_its_verdict():
 
 def test_a_gpu_claim_without_gpu_facts_is_recorded_as_not_checked_and_not_shown():
     out = claims.claim("The GPU wins by {bench.gpu_x:.0f}x.", "bench.gpu_x >= 10", needs="cuda")
-    assert out == claims.NOT_SHOWN and "–" not in out  # never a sentence with blanks
+    assert out == claims.WAITING and "–" not in out  # never a sentence with blanks
     recorded = claims.claims()[0]
     assert recorded.status == claims.NOT_CHECKED and recorded.text == "The GPU wins by –x."
 
@@ -68,7 +68,7 @@ def test_a_gpu_claim_shows_once_its_measured_fact_exists_with_its_kind():
     out = claims.claim(
         "The GPU wins by {bench.gpu_x:.0f}x.", "bench.gpu_x >= bench.peak", needs="cuda"
     )
-    assert out.startswith("The GPU wins by 40x.") and "checked on this build" in out
+    assert out.startswith("The GPU wins by 40x.") and "gl-claim-holds" in out
     assert claims.claims()[0].kinds == {"bench.gpu_x": "measured", "bench.peak": "predicted"}
 
 
@@ -142,9 +142,17 @@ facts.publish("demo.rate", {rate}, "GB/s")
 print("| rate (GB/s) |\\n|---:|\\n| {rate} |")
 ```
 
-```python exec="on" id="claim"
-from gpulesson.site.claims import claim
-print(claim("The rate is {{demo.rate:.0f}} GB/s, above 10 GB/s.", "demo.rate > 10"))
+```claim rule="demo.rate > 10"
+The rate is {{demo.rate:.0f}} GB/s,
+above 10 GB/s.
+```
+
+```claim rule="demo.rate > 20" teaching="yes"
+The rate clears 20 GB/s: {{demo.rate:.0f}} GB/s.
+```
+
+```describe
+Described, not checked: {{demo.rate:.1f}} GB/s.
 ```
 """
 
@@ -163,9 +171,14 @@ def test_a_real_build_shows_a_failing_claim_and_a_publish_build_stops(tmp_path):
     result = _run_build(project, tmp_path / "cache")
     assert result.returncode == 0, result.stderr[-3000:]
     record = json.loads((project / "site" / "build-record.json").read_text())
-    assert [(c["page"], c["status"]) for c in record["claims"]] == [("index.md", "holds")]
+    statuses = [(c["page"], c["status"], c["teaching"]) for c in record["claims"]]
+    assert statuses == [("index.md", "holds", False), ("index.md", "holds", True)]
     assert record["claims"][0]["numbers"] == {"demo.rate": 50.0}
-    assert "checked on this build" in (project / "site" / "index.html").read_text()
+    assert record["claims"][0]["kinds"] == {"demo.rate": "measured"}
+    assert record["claims"][0]["flip_margin"] == pytest.approx(0.8, rel=1e-6)  # 50 -> 10
+    html = (project / "site" / "index.html").read_text()
+    assert 'href="#gl-check-1"' in html and 'id="gl-check-1"' in html and "What this page" in html
+    assert "Described, not checked: 50.0 GB/s." in html and "checked on this build" not in html
 
     project = _claims_project(tmp_path, 5.0)  # the number under the claim changes
     result = _run_build(project, tmp_path / "cache")
@@ -174,10 +187,11 @@ def test_a_real_build_shows_a_failing_claim_and_a_publish_build_stops(tmp_path):
     assert "the numbers do not bear this out" in html and "demo.rate = 5 GB/s" in html
     assert "index.md: claim does not hold on this build: The rate is 5 GB/s" in result.stderr
     record = json.loads((project / "site" / "build-record.json").read_text())
-    assert record["claims"][0]["status"] == "fails"
+    assert [c["status"] for c in record["claims"]] == ["fails", "not_shown"]
+    assert "Not shown on this build" in html
 
     for cache in ("cache", "fresh-cache"):  # from the cache, and fresh: the same verdict
         result = _run_build(project, tmp_path / cache, GPULESSON_REQUIRE_DEVICE="cpu")
         assert result.returncode != 0
-        assert "1 checked claim does not hold on this cpu build" in result.stderr
+        assert "2 checked claims do not hold on this cpu build" in result.stderr
         assert "index.md: The rate is 5 GB/s, above 10 GB/s." in result.stderr

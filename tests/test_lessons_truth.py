@@ -225,7 +225,7 @@ def test_with_no_bundle_and_no_gpu_nothing_is_shown_as_measured_on_a_gpu(
     run_block(stem, claims_block)
     gpu_claims = [c for c in claims.claims() if c.needs == "cuda"]
     assert gpu_claims and {c.status for c in gpu_claims} == {claims.NOT_CHECKED}
-    assert all(claims.to_markdown(c) == claims.NOT_SHOWN for c in gpu_claims)  # no blanks
+    assert all(claims.to_markdown(c) == claims.WAITING for c in gpu_claims)  # no blanks
 
 
 def test_a_failing_bundle_figure_shows_the_warning_instead_of_the_sentence(

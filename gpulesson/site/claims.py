@@ -55,19 +55,23 @@ import math
 import operator
 import string
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from gpulesson.site import facts
 
 HOLDS = "holds"
 FAILS = "fails"
+NOT_SHOWN = "not_shown"  # a teaching claim this build's numbers do not bear out
 NOT_CHECKED = "not_checked"
-STATUSES = (HOLDS, FAILS, NOT_CHECKED)
+STATUSES = (HOLDS, FAILS, NOT_SHOWN, NOT_CHECKED)
+#: The kinds of fact a check must rest on: something measured, here or by others.
+INDEPENDENT = (facts.MEASURED, facts.PUBLISHED)
 NEEDS = (None, "cuda", "gpu")
 FACT_PREFIX = "claim#"
+CHECK_ANCHOR = "gl-check-"  # the id of a claim's entry in "What this page checked"
 #: What a claim whose measured numbers are absent prints: no visible text, a marker in the source.
-NOT_SHOWN = "<!-- a claim about measured GPU figures: shown when they exist -->"
+WAITING = "<!-- a claim about measured GPU figures: shown when they exist -->"
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -100,6 +104,9 @@ class Claim:
     units: dict[str, str] = field(default_factory=dict)
     needs: str | None = None
     kinds: dict[str, str] = field(default_factory=dict)  # fact name -> facts.KINDS entry
+    teaching: bool = False  # the lesson's point: failing shows "not shown on this build"
+    flip_margin: float | None = None  # see flip_margin(); None when it cannot be computed
+    number: int = 0  # its place among the page's claims (1, 2, ...), its anchor's suffix
 
     def to_dict(self) -> dict[str, Any]:
         """The claim as plain JSON data (one entry of the build record's ``claims``)."""
@@ -121,10 +128,12 @@ def claims() -> list[Claim]:
     return found
 
 
-def _record(c: Claim) -> None:
-    """Publish the claim as a fact of its page (see the module docstring)."""
+def _record(c: Claim) -> Claim:
+    """Publish the claim as a fact of its page (see the module docstring); return it numbered."""
     taken = [n for n in facts.page_facts() if n.startswith(FACT_PREFIX)]
-    facts.publish(f"{FACT_PREFIX}{len(taken) + 1}", json.dumps(c.to_dict()), "claim")
+    numbered = replace(c, number=len(taken) + 1)
+    facts.publish(f"{FACT_PREFIX}{numbered.number}", json.dumps(numbered.to_dict()), "claim")
+    return numbered
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -264,8 +273,14 @@ def text_fields(text: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(text) if name]
 
 
-def evaluate(text: str, rule: str, *, needs: str | None = None) -> Claim:
-    """Check ``rule`` against the facts published so far on this page; record the claim."""
+def evaluate(text: str, rule: str, *, needs: str | None = None, teaching: bool = False) -> Claim:
+    """Check ``rule`` against the facts published so far on this page; record the claim.
+
+    A check must rest on something measured: at least one fact its rule reads is
+    ``measured`` or ``published`` (:data:`INDEPENDENT`). A rule over constants, predictions
+    and arithmetic alone is true by construction, so it is refused with the fix: write the
+    sentence as a ``describe`` block (rendered from the facts, not called checked).
+    """
     if needs not in NEEDS:
         raise ValueError(f"needs={needs!r}: use one of {', '.join(map(str, NEEDS))}")
     names = fact_names(rule)
@@ -276,6 +291,9 @@ def evaluate(text: str, rule: str, *, needs: str | None = None) -> Claim:
     missing = [n for n in wanted if n not in known]
     page = facts.current_page() or "(no page)"
     block = getattr(facts, "_block", None) or "(no block)"
+    numbers = {n: known[n].value for n in wanted if n in known}
+    units = {n: known[n].unit for n in numbers}
+    kinds = {n: known[n].kind for n in numbers}
     if missing:
         if needs is None:
             listed = ", ".join(sorted(known)) or "none"
@@ -284,20 +302,105 @@ def evaluate(text: str, rule: str, *, needs: str | None = None) -> Claim:
                 f"this page (published: {listed}); publish them in an earlier block, or pass "
                 'needs="cuda" for a claim about GPU figures'
             )
-        numbers = {n: known[n].value for n in wanted if n in known}
-        units = {n: known[n].unit for n in numbers}
-        kinds = {n: known[n].kind for n in numbers}
         shown = _strip_fields(text)
-        result = Claim(page, block, shown, rule, NOT_CHECKED, numbers, units, needs, kinds)
-    else:
-        numbers = {n: known[n].value for n in wanted}
-        units = {n: known[n].unit for n in wanted}
-        kinds = {n: known[n].kind for n in wanted}
-        status = HOLDS if check_rule(rule, numbers) else FAILS
-        shown = _FactFormatter(numbers).format(text)
-        result = Claim(page, block, shown, rule, status, numbers, units, needs, kinds)
-    _record(result)
-    return result
+        result = Claim(
+            page, block, shown, rule, NOT_CHECKED, numbers, units, needs, kinds, teaching
+        )
+        return _record(result)
+    rule_kinds = {n: kinds[n] for n in names}
+    if not any(kind in INDEPENDENT for kind in rule_kinds.values()):
+        listed = ", ".join(f"{n} ({k})" for n, k in rule_kinds.items())
+        raise ValueError(
+            f"claim {text[:60]!r} on {page} rests on {listed} only: a rule over constants, "
+            "predictions and arithmetic cannot fail, so it checks nothing. Compare a measured "
+            "or published figure, or write the sentence as a ```describe block (rendered from "
+            "the facts, not called checked)"
+        )
+    holds = check_rule(rule, numbers)
+    status = HOLDS if holds else (NOT_SHOWN if teaching else FAILS)
+    margin = flip_margin(rule, numbers, kinds)
+    shown = _FactFormatter(numbers).format(text)
+    result = Claim(page, block, shown, rule, status, numbers, units, needs, kinds, teaching, margin)
+    return _record(result)
+
+
+def describe(text: str, *, needs: str | None = None) -> str:
+    """A sentence rendered from this page's facts: no rule, no check, no claim record.
+
+    What follows whatever was measured ("from batch 1 to 64 tokens/s rose 9x") is
+    said this way; a sentence whose numbers are absent (``needs="cuda"`` on a CPU
+    build) renders as the :data:`WAITING` comment, never with blanks.
+
+    >>> facts.reset(); facts.begin_page("p.md"); _ = facts.publish("d.gain", 9.04, "x")
+    >>> describe("Tokens/s rose {d.gain:.1f}x.")
+    'Tokens/s rose 9.0x.'
+    """
+    if needs not in NEEDS:
+        raise ValueError(f"needs={needs!r}: use one of {', '.join(map(str, NEEDS))}")
+    wanted = text_fields(text)
+    known = {n: f for n, f in facts.page_facts().items() if not n.startswith(FACT_PREFIX)}
+    missing = [n for n in wanted if n not in known]
+    if missing:
+        if needs is None:
+            page = facts.current_page() or "(no page)"
+            raise ValueError(
+                f"sentence {text[:60]!r} on {page} uses {', '.join(missing)}, not published "
+                'on this page: publish them in an earlier block, or pass needs="cuda"'
+            )
+        return WAITING
+    return _FactFormatter({n: known[n].value for n in wanted}).format(text)
+
+
+#: Relative changes tried by :func:`flip_margin`: 1e-6 up to 1e3, eight steps a decade.
+_MARGIN_STEPS = tuple(10 ** (k / 8) for k in range(-48, 25))
+
+
+def flip_margin(rule: str, numbers: Mapping[str, Any], kinds: Mapping[str, str]) -> float | None:
+    """The smallest relative change of one measured or published input that flips the rule.
+
+    Each input of kind :data:`INDEPENDENT` is scaled alone by ``1 + d`` and ``1 - d``
+    (``d`` from 1e-6 to 1e3, then refined by bisection); the smallest ``d`` that changes
+    the verdict is the margin. None when no such change flips it: the claim cannot fail.
+    A margin of 0.02 on a timing is thin for a shared machine; 50 means it would take a
+    fifty-fold error to notice.
+
+    >>> round(flip_margin("a > 2 * b", {"a": 3.0, "b": 1.0}, {"a": "measured"}), 3)
+    0.333
+    >>> flip_margin("a > 0 or a <= 0", {"a": 3.0}, {"a": "measured"}) is None
+    True
+    """
+    base = check_rule(rule, numbers)
+
+    def flips(name: str, factor: float) -> bool:
+        try:
+            return check_rule(rule, {**numbers, name: numbers[name] * factor}) != base
+        except (ValueError, OverflowError):
+            return False
+
+    best: float | None = None
+    for name in fact_names(rule):
+        value = numbers.get(name)
+        if kinds.get(name) not in INDEPENDENT or isinstance(value, bool):
+            continue
+        if not isinstance(value, int | float) or value == 0:
+            continue
+        for sign in (1.0, -1.0):
+            low = 0.0
+            for step in _MARGIN_STEPS:
+                if best is not None and step >= best:
+                    break
+                if flips(name, 1.0 + sign * step):
+                    high = step
+                    for _ in range(40):
+                        middle = (low + high) / 2
+                        if flips(name, 1.0 + sign * middle):
+                            high = middle
+                        else:
+                            low = middle
+                    best = high if best is None else min(best, high)
+                    break
+                low = step
+    return best
 
 
 def _strip_fields(text: str) -> str:
@@ -333,34 +436,48 @@ def numbers_text(c: Claim) -> str:
     return "; ".join(parts)
 
 
-def to_markdown(c: Claim) -> str:
-    """The claim as the page shows it: the sentence and its verdict.
-
-    A claim not checked on this build (its measured numbers are absent) shows no
-    text, only the :data:`NOT_SHOWN` comment in the page's source, so no sentence
-    reaches a page with blanks where numbers belong (the build record keeps it).
-
-    >>> to_markdown(Claim("p", "b", "On the GPU, – tokens/s.", "x > 1", NOT_CHECKED, needs="cuda"))
-    '<!-- a claim about measured GPU figures: shown when they exist -->'
-    """
+def _icon(c: Claim) -> str:
+    """The small mark after a claim that holds: a tooltip and a link to its entry."""
     detail = html.escape(f"Checked at build: {c.rule} with {numbers_text(c)}", quote=True)
-    if c.status == HOLDS:
-        return (
-            f'{c.text} <span class="gl-claim gl-claim-holds" title="{detail}">'
-            "(checked on this build)</span>"
-        )
-    if c.status == NOT_CHECKED:  # said only with its measurement: never a sentence with blanks
-        return NOT_SHOWN
-    body = f"{c.text}\n\nChecked against: `{c.rule}` with {numbers_text(c)}."
-    indented = "\n".join(f"    {line}" if line else "" for line in body.splitlines())
     return (
-        f'!!! warning "On this build\'s machine, the numbers do not bear this out"\n\n{indented}\n'
+        f' <a class="gl-claim gl-claim-holds" href="#{CHECK_ANCHOR}{c.number}" '
+        f'title="{detail}" aria-label="Checked claim {c.number}: see what this page checked">'
+        "&#10003;</a>"
     )
 
 
-def claim(text: str, rule: str, *, needs: str | None = None) -> str:
+def to_markdown(c: Claim) -> str:
+    """The claim as the page shows it: the sentence and its verdict.
+
+    A claim that holds is followed by a small check mark whose tooltip gives the rule and
+    the numbers and whose link leads to the page's "What this page checked" list. One
+    that fails is a visible warning; a teaching claim that fails says "not shown on this
+    build". A claim not checked on this build (its measured numbers are absent) shows no
+    text, only the :data:`WAITING` comment in the page's source, so no sentence reaches a
+    page with blanks where numbers belong (the build record keeps it).
+
+    >>> to_markdown(Claim("p", "b", "On the GPU, – tokens/s.", "x > 1", NOT_CHECKED, needs="cuda"))
+    '<!-- a claim about measured GPU figures: shown when they exist -->'
+    >>> "(checked" in to_markdown(Claim("p", "b", "Fast.", "x > 1", HOLDS, {"x": 2}, number=1))
+    False
+    """
+    if c.status == HOLDS:
+        return f"{c.text}{_icon(c)}"
+    if c.status == NOT_CHECKED:  # said only with its measurement: never a sentence with blanks
+        return WAITING
+    body = f"{c.text}\n\nChecked against: `{c.rule}` with {numbers_text(c)}."
+    indented = "\n".join(f"    {line}" if line else "" for line in body.splitlines())
+    title = (
+        "Not shown on this build: this machine's numbers do not bear out the lesson's point"
+        if c.status == NOT_SHOWN
+        else "On this build's machine, the numbers do not bear this out"
+    )
+    return f'!!! warning "{title}"\n\n{indented}\n'
+
+
+def claim(text: str, rule: str, *, needs: str | None = None, teaching: bool = False) -> str:
     """Check a sentence against this page's facts and return its Markdown (see the module)."""
-    return to_markdown(evaluate(text, rule, needs=needs))
+    return to_markdown(evaluate(text, rule, needs=needs, teaching=teaching))
 
 
 _PERTURBATIONS: tuple[Callable[[float], float], ...] = (
@@ -401,3 +518,74 @@ def can_fail(c: Claim) -> bool:
             except ValueError:  # a perturbation divided by zero
                 continue
     return False
+
+
+def margin_text(margin: float | None) -> str:
+    """A flip margin in words.
+
+    >>> margin_text(0.123), margin_text(4.0), margin_text(None)
+    ('a 12% change', 'a 5-fold change', 'no change tried')
+    """
+    if margin is None:
+        return "no change tried"
+    if margin < 1:
+        return f"a {margin * 100:.2g}% change"
+    return f"a {1 + margin:.2g}-fold change"
+
+
+_STATUS_WORDS = {
+    HOLDS: "holds",
+    FAILS: "does not hold on this build",
+    NOT_SHOWN: "not shown on this build",
+    NOT_CHECKED: "not checked on this build: it reads measured GPU figures this build lacks",
+}
+
+
+def _check_item(c: Claim, record_url: str) -> str:
+    esc = html.escape
+    numbers = "; ".join(
+        f"{esc(name)} = {esc(_format_number(value))}"
+        + (f" {esc(c.units.get(name, ''))}" if c.units.get(name) else "")
+        + (f" ({esc(c.kinds[name])})" if name in c.kinds else "")
+        for name, value in c.numbers.items()
+    )
+    what = "teaching claim" if c.teaching else "check"
+    parts = [
+        f'<li id="{CHECK_ANCHOR}{c.number}" class="gl-check gl-check-{esc(c.status)}">',
+        f"<strong>{esc(_STATUS_WORDS[c.status])}</strong> ({what})",
+    ]
+    if c.status != NOT_CHECKED:
+        parts.append(f": {esc(c.text)}")
+    parts.append(f"<br>Rule <code>{esc(c.rule)}</code>")
+    if numbers:
+        parts.append(f" with {numbers}")
+    if c.status in (HOLDS, FAILS, NOT_SHOWN):
+        parts.append(
+            f". It flips with {margin_text(c.flip_margin)} in one measured or published number"
+        )
+    parts.append(f'. <a href="{esc(record_url, quote=True)}">Build record</a></li>')
+    return "".join(parts)
+
+
+def checks_html(page_claims: list[Claim], record_url: str) -> str:
+    """The collapsible "What this page checked" list appended to a page with claims.
+
+    Every string is HTML-escaped; each entry's id is the target of its claim's check mark.
+
+    >>> c = Claim("p.md", "b", "A <b>.", "a > 1", HOLDS, {"a": 2.0}, {}, None,
+    ...           {"a": "measured"}, False, 0.5, 1)
+    >>> out = checks_html([c], "../../build-record.json")
+    >>> 'id="gl-check-1"' in out and "A &lt;b&gt;." in out and "a 50% change" in out
+    True
+    >>> checks_html([], "x")
+    ''
+    """
+    if not page_claims:
+        return ""
+    counts = {s: sum(c.status == s for c in page_claims) for s in STATUSES}
+    summary = f"What this page checked: {counts[HOLDS]} of {len(page_claims)} hold"
+    items = "\n".join(_check_item(c, record_url) for c in page_claims)
+    return (
+        f'\n<details class="gl-checks" id="gl-checks"><summary>{html.escape(summary)}</summary>\n'
+        f"<ol>\n{items}\n</ol>\n</details>\n"
+    )

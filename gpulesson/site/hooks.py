@@ -41,6 +41,7 @@ from mkdocs.exceptions import PluginError
 
 from gpulesson.site import (
     block_runner,
+    claim_fence,
     claims,
     exec_cache,
     exec_timing,
@@ -201,9 +202,9 @@ def _set_up_exec_cache(
     others = [
         fence
         for fence in superfences.get("custom_fences", [])
-        if fence.get("name") not in exec_cache.LANGUAGES
+        if fence.get("name") not in (*exec_cache.LANGUAGES, *claim_fence.LANGUAGES)
     ]
-    superfences["custom_fences"] = others + exec_cache.custom_fences()
+    superfences["custom_fences"] = others + exec_cache.custom_fences() + claim_fence.custom_fences()
     log.info(
         "executed blocks: %s; cache at %s; gpulesson from %s; worker pid %s; %g s per block",
         policy.reason,
@@ -348,9 +349,11 @@ def on_env(env: Any, config: Any, files: Any) -> Any:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Close the page's execution timing."""
+    """Close the page's execution timing; list the page's checks at its end."""
     exec_cache.settings().recorder.end_page()
-    return html
+    page_path = getattr(getattr(page, "file", None), "src_uri", None) or page.url
+    made = [c for c in claims.claims() if c.page == page_path]
+    return html + claims.checks_html(made, record_url_for(page.url))
 
 
 def _claims_log() -> logging.Logger:
@@ -386,7 +389,7 @@ def claims_error(checked: list[claims.Claim], required: str) -> str | None:
     1 checked claim does not hold on this cuda build (GPULESSON_REQUIRE_DEVICE=cuda):
       a.md: Wrong. [x > 3 with x = 2]
     """
-    failing = [c for c in checked if c.status == claims.FAILS]
+    failing = [c for c in checked if c.status in (claims.FAILS, claims.NOT_SHOWN)]
     if not failing or not required:
         return None
     lines = [f"  {c.page}: {c.text} [{c.rule} with {claims.numbers_text(c)}]" for c in failing]
@@ -400,13 +403,15 @@ def claims_error(checked: list[claims.Claim], required: str) -> str | None:
 def _report_claims(checked: list[claims.Claim]) -> None:
     counts = {status: sum(c.status == status for c in checked) for status in claims.STATUSES}
     log.info(
-        "checked claims: %d hold, %d not checked on this build, %d do not hold",
+        "checked claims: %d hold, %d not checked on this build, %d do not hold, "
+        "%d teaching claims not shown",
         counts[claims.HOLDS],
         counts[claims.NOT_CHECKED],
         counts[claims.FAILS],
+        counts[claims.NOT_SHOWN],
     )
     for c in checked:
-        if c.status == claims.FAILS:
+        if c.status in (claims.FAILS, claims.NOT_SHOWN):
             _claims_log().warning(
                 "%s: claim does not hold on this build: %s [%s with %s]",
                 c.page,

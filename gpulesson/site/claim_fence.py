@@ -1,0 +1,163 @@
+"""Claims and described sentences written as Markdown in the lesson, not as Python strings.
+
+A lesson states what its numbers show in a fenced block whose body is the sentence, in
+Markdown, with ``{fact.name:format}`` fields filled from the page's facts
+(:mod:`gpulesson.site.facts`), and whose options say how it is checked::
+
+    ```claim rule="timing.naive_x > 10 * timing.honest_x"
+    On this machine the naive stopwatch reads {timing.naive_x:.0f}x, more than ten
+    times the honest {timing.honest_x:.1f}x.
+    ```
+
+* ``rule`` (required): the check, an expression over fact names
+  (:func:`gpulesson.site.claims.check_rule`); it must read at least one measured or
+  published fact.
+* ``teaching="yes"``: the sentence is the lesson's point. When this build's numbers do
+  not bear it out the page says "not shown on this build" and a publish build fails.
+* ``needs="cuda"``: the sentence is about measured GPU figures; on a build without them
+  it is recorded as not checked and the page shows nothing (never a blank number).
+
+A sentence that follows whatever was measured, or whose numbers are constants or
+arithmetic on them, is not a check; it is rendered from the facts, with no mark::
+
+    ```describe
+    From batch 1 to {decode.max_batch}, total tokens/s rose {decode.gain:.1f}x.
+    ```
+
+``describe`` takes ``needs="cuda"`` too. Both run in the MkDocs process when the page is
+converted, after the executed blocks above them have published (or replayed from the
+cache) their facts, so a claim is evaluated afresh on every build.
+
+>>> from gpulesson.site import facts
+>>> facts.reset(); facts.begin_page("lessons/t.md")
+>>> _ = facts.publish("t.x", 3.0, "x")
+>>> options = {}
+>>> validator("claim", {"rule": "t.x > 2", "teaching": "yes"}, options, {}, None)
+True
+>>> options["rule"], options["teaching"], options["needs"]
+('t.x > 2', True, None)
+>>> evaluate_source("claim", "It is {t.x:.0f}x\\nfaster.", options).status
+'holds'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from pymdownx.superfences import SuperFencesException
+
+from gpulesson.site import claims, facts
+
+CLAIM = "claim"
+DESCRIBE = "describe"
+LANGUAGES = (CLAIM, DESCRIBE)
+_YES = ("yes", "true", "on", "1")
+_NO = ("no", "false", "off", "0", "")
+
+
+class ClaimFenceError(SuperFencesException, PluginError):
+    """A claim or describe block that cannot be evaluated: stops the build with its page.
+
+    A SuperFencesException, so pymdownx does not swallow it and show the block as plain
+    code; a PluginError, so MkDocs prints the message without a traceback.
+    """
+
+
+def _flag(language: str, name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _YES:
+        return True
+    if value in _NO:
+        return False
+    where = facts.current_page() or "(no page)"
+    raise ClaimFenceError(
+        f'{where}: ```{language} {name}="{raw}": write {name}="yes" or leave it out'
+    )
+
+
+def validator(
+    language: str, inputs: dict[str, str], options: dict[str, Any], attrs: dict[str, Any], md: Any
+) -> bool:
+    """Sort a ``claim``/``describe`` fence's options; refuse unknown ones with the fix.
+
+    pymdownx.superfences calls this with the header's ``key="value"`` pairs.
+    """
+    where = facts.current_page() or "(no page)"
+    known = {"rule", "needs", "teaching"} if language == CLAIM else {"needs"}
+    unknown = sorted(set(inputs) - known)
+    if unknown:
+        raise ClaimFenceError(
+            f"{where}: ```{language} has option(s) {', '.join(unknown)}; "
+            f"it takes {', '.join(sorted(known))}"
+        )
+    rule = inputs.get("rule", "").strip()
+    if language == CLAIM and not rule:
+        raise ClaimFenceError(
+            f'{where}: ```claim needs rule="...", the check over fact names; a sentence '
+            "that checks nothing is a ```describe block"
+        )
+    needs = inputs.get("needs", "").strip() or None
+    if needs not in claims.NEEDS:
+        raise ClaimFenceError(f'{where}: ```{language} needs="{needs}": use needs="cuda"')
+    options["rule"] = rule
+    options["needs"] = needs
+    options["teaching"] = _flag(language, "teaching", inputs.get("teaching", ""))
+    return True
+
+
+def sentence(source: str) -> str:
+    """The block's body as one paragraph of Markdown: lines joined, outer space removed.
+
+    >>> sentence("  One line\\n  and the next.\\n")
+    'One line and the next.'
+    """
+    return " ".join(line.strip() for line in source.strip().splitlines() if line.strip())
+
+
+def evaluate_source(language: str, source: str, options: dict[str, Any]) -> claims.Claim:
+    """Check a claim fence's sentence against the page's facts (see the module)."""
+    return claims.evaluate(
+        sentence(source), options["rule"], needs=options["needs"], teaching=options["teaching"]
+    )
+
+
+def to_markdown(language: str, source: str, options: dict[str, Any]) -> str:
+    """The Markdown a ``claim`` or ``describe`` block shows."""
+    if language == CLAIM:
+        return claims.to_markdown(evaluate_source(language, source, options))
+    return claims.describe(sentence(source), needs=options["needs"])
+
+
+def formatter(
+    source: str,
+    language: str,
+    css_class: str,
+    options: dict[str, Any],
+    md: Any,
+    classes: list[str] | None = None,
+    id_value: str = "",
+    attrs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> str:
+    """pymdownx.superfences' format function: the block's Markdown, converted to HTML."""
+    import markdown_exec
+
+    where = facts.current_page() or "(no page)"
+    try:
+        text = to_markdown(language, source, options)
+    except ValueError as error:  # pymdownx would swallow it and show the block as code
+        raise ClaimFenceError(f"{where}: ```{language} block: {error}") from None
+
+    def run(code: str, **_: Any) -> str:
+        return code
+
+    return markdown_exec.base_format(language="md", run=run, code=text, md=md)
+
+
+def custom_fences() -> list[dict[str, Any]]:
+    """The superfences entries for ``claim`` and ``describe`` blocks."""
+    return [
+        {"name": name, "class": name, "validator": validator, "format": formatter}
+        for name in LANGUAGES
+    ]
