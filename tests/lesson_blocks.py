@@ -13,6 +13,7 @@ import contextlib
 import io
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpulesson.site import claim_fence, claims, facts
@@ -103,6 +104,20 @@ def run_fence(kind: str, block_id: str, body: str, options: dict[str, str]) -> s
         facts.end_block()
 
 
+def run_all(stem: str, skip: Callable[[str, str], bool] | None = None) -> dict[str, str]:
+    """Run every python, ``claim`` and ``describe`` block of ``stem`` in page order on the
+    current page of facts; return what each showed, by id. ``skip(id, code)`` leaves a python
+    block out (one the strict build runs instead)."""
+    printed = {}
+    for kind, block_id, body, options in page_blocks(stem):
+        if kind == "python":
+            if skip is None or not skip(block_id, body):
+                printed[block_id] = run_block(stem, block_id, body)
+        else:
+            printed[block_id] = run_fence(kind, block_id, body, options)
+    return printed
+
+
 def run_page(stem: str) -> PageRun:
     """Run every block of lesson ``stem`` in order on a fresh page of facts.
 
@@ -111,11 +126,22 @@ def run_page(stem: str) -> PageRun:
     page = f"lessons/{stem}.md"
     facts.reset()
     facts.begin_page(page)
-    printed = {}
-    for kind, block_id, body, options in page_blocks(stem):
-        if kind == "python":
-            printed[block_id] = run_block(stem, block_id, body)
-        else:
-            printed[block_id] = run_fence(kind, block_id, body, options)
+    printed = run_all(stem)
     made = [c for c in claims.claims() if c.page == page]
     return PageRun(printed, made, dict(facts.page_facts(page)))
+
+
+def run_claims_after(stem: str, block_id: str) -> list[str]:
+    """Evaluate the ``claim``/``describe`` blocks that follow python block ``block_id``.
+
+    They run with the facts published so far on the current page, up to the next python
+    block, as the build evaluates them there; returns what each shows.
+    """
+    blocks = page_blocks(stem)
+    start = next(i for i, b in enumerate(blocks) if b[0] == "python" and b[1] == block_id)
+    shown = []
+    for kind, fence_id, body, options in blocks[start + 1 :]:
+        if kind == "python":
+            break
+        shown.append(run_fence(kind, fence_id, body, options))
+    return shown

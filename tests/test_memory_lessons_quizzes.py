@@ -20,7 +20,7 @@ from gpulesson.site import claims, content, facts, quiz_values, quizzes
 from gpulesson.site.error_examples import message
 from gpulesson.units import GB, GIB
 from tests.conftest import REPO
-from tests.lesson_blocks import exec_blocks, run_block
+from tests.lesson_blocks import run_all
 
 STEMS = ("memory", "budget", "capacity", "oom", "fix-ladder", "cuda-errors")
 # Blocks that measure a step (seconds of CPU each) are left out, with the claim about
@@ -32,12 +32,9 @@ SLOW_IDS = ("memory-measure", "memory-accuracy", "memory-step-timeline")  # the 
 def run_page(stem: str) -> dict[str, str]:
     """Run the lesson's blocks as the build does; return each block's printed Markdown."""
     facts.begin_page(f"lessons/{stem}.md")
-    printed = {}
-    for block_id, code in exec_blocks(stem):
-        if SLOW.search(code) or block_id.startswith(SLOW_IDS):
-            continue
-        printed[block_id] = run_block(stem, block_id, code)
-    return printed
+    return run_all(
+        stem, skip=lambda block_id, code: bool(SLOW.search(code)) or block_id.startswith(SLOW_IDS)
+    )
 
 
 @pytest.fixture(autouse=True)

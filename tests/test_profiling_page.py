@@ -31,7 +31,7 @@ from gpulesson.timing.profile import (
     StepProfile,
 )
 from tests.conftest import REPO
-from tests.lesson_blocks import exec_blocks, run_block
+from tests.lesson_blocks import exec_blocks, run_all, run_block, run_claims_after
 
 STEM = "profiling"
 PAGE = f"lessons/{STEM}.md"
@@ -46,7 +46,7 @@ def page() -> tuple[dict[str, str], list[claims.Claim], dict[str, facts.Fact]]:
     original = gpu_figures.reference
     gpu_figures.reference = functools.partial(original, Path("/no/such/results"), on_gpu=False)
     try:
-        printed = {bid: run_block(STEM, bid, code) for bid, code in exec_blocks(STEM)}
+        printed = run_all(STEM)
     finally:
         gpu_figures.reference = original
     found = [c for c in claims.claims() if c.page == PAGE]
@@ -158,7 +158,7 @@ def test_a_cpu_build_shows_the_bundles_profile_rows_and_checks_the_gpu_claims(tm
         facts.publish("profiling.step_ms", 150.0, "ms")  # the CPU step, from the ops block
         facts.publish("profiling.busy_share", 0.95, "share")
         out = run_block(STEM, "profiling-gpu", blocks["profiling-gpu"])
-        run_block(STEM, "profiling-gpu-claims", blocks["profiling-gpu-claims"])
+        run_claims_after(STEM, "profiling-gpu")
         ref = gpu_figures.reference()
         assert out.startswith(gpu_figures.stamp_markdown(ref))
         assert facts.value("profiling.gpu_step_s") == pytest.approx(0.0041)

@@ -16,6 +16,8 @@ Markdown, with ``{fact.name:format}`` fields filled from the page's facts
   not bear it out the page says "not shown on this build" and a publish build fails.
 * ``needs="cuda"``: the sentence is about measured GPU figures; on a build without them
   it is recorded as not checked and the page shows nothing (never a blank number).
+  ``needs="cpu"``: the same for figures a block publishes only when the build ran on the
+  CPU (a block publishes a fact or not; a claim never branches).
 
 A sentence that follows whatever was measured, or whose numbers are constants or
 arithmetic on them, is not a check; it is rendered from the facts, with no mark::
@@ -99,7 +101,9 @@ def validator(
         )
     needs = inputs.get("needs", "").strip() or None
     if needs not in claims.NEEDS:
-        raise ClaimFenceError(f'{where}: ```{language} needs="{needs}": use needs="cuda"')
+        raise ClaimFenceError(
+            f'{where}: ```{language} needs="{needs}": use needs="cuda" or needs="cpu"'
+        )
     options["rule"] = rule
     options["needs"] = needs
     options["teaching"] = _flag(language, "teaching", inputs.get("teaching", ""))

@@ -17,6 +17,8 @@ published the figures it rests on (:mod:`gpulesson.site.facts`)::
 * ``rule`` is a small expression over fact names: numbers, + - * / **,
   comparisons, ``and``/``or``/``not``, ``min``/``max``/``abs``. Nothing else
   parses, so a rule cannot run code.
+* ``needs="cpu"`` marks a claim about a CPU build's own figures (published only when the
+  build ran on the CPU); on another device it is recorded as not checked and not shown.
 * ``needs="cuda"`` marks a claim about GPU figures: when its facts are absent
   (a CPU build with no reference bundle to publish them), it is recorded as
   *not checked on this build* instead of failing, and the page does not show it:
@@ -67,7 +69,7 @@ NOT_CHECKED = "not_checked"
 STATUSES = (HOLDS, FAILS, NOT_SHOWN, NOT_CHECKED)
 #: The kinds of fact a check must rest on: something measured, here or by others.
 INDEPENDENT = (facts.MEASURED, facts.PUBLISHED)
-NEEDS = (None, "cuda", "gpu")
+NEEDS = (None, "cuda", "gpu", "cpu")
 FACT_PREFIX = "claim#"
 CHECK_ANCHOR = "gl-check-"  # the id of a claim's entry in "What this page checked"
 #: What a claim whose measured numbers are absent prints: no visible text, a marker in the source.

@@ -50,11 +50,20 @@ PREDICTED = "predicted"
 CONSTANT = "constant"
 DERIVED = "derived"
 KINDS = (MEASURED, PUBLISHED, PREDICTED, CONSTANT, DERIVED)
-""" What a number is. ``measured``: computed by this build (or read from a result bundle of
-ours); ``published``: a measurement by others (``gpulesson/results/published.json``);
-``predicted``: a teaching model's figure from a datasheet; ``constant``: a cited fixed figure;
-``derived``: arithmetic on other facts. :func:`publish` defaults to ``measured``, because every
-fact published before kinds existed was a figure its block computed."""
+""" What a number is, so a claim knows whether it checks anything (``claims.INDEPENDENT``):
+
+* ``measured``: computed by this build's own run (a timing, a traced or tracked peak, a
+  FlopCounterMode count, a probe reading) or read from a result bundle of ours; arithmetic
+  over measured figures (a ratio of two timings) stays ``measured``: it carries their noise.
+* ``published``: a measurement by others (``gpulesson/results/published.json``).
+* ``predicted``: a teaching model's figure (the memory estimate, a roofline time, a
+  datasheet bound, a teaching example's arithmetic).
+* ``constant``: a cited or defined fixed figure (a datasheet peak, bytes per fp16 value, a
+  figure a source states).
+* ``derived``: arithmetic over predicted and constant facts only.
+
+:func:`publish` defaults to ``measured``; lessons state every fact's kind (a test checks).
+"""
 
 
 @dataclass(frozen=True)
