@@ -34,6 +34,12 @@ HOSTILE = REPO / "tests" / "fixtures" / "hostile_render"
 HARMLESS = json.loads((HOSTILE / "reference_harmless_t4.json").read_text())
 STAMP = "GPU figures from a reference result bundle"
 STAMPED_LESSON = "lessons/timing/"
+#: Every lesson that shows GPU figures: each renders the hostile reference bundle's strings.
+GPU_LESSONS = sorted(
+    f"lessons/{md.stem}/"
+    for md in (REPO / "docs" / "lessons").glob("*.md")
+    if "\ngpu_figures: true\n" in md.read_text(encoding="utf-8")
+)
 ON_ATTRIBUTES = (
     "() => [...document.querySelectorAll('*')].flatMap(e => [...e.attributes]"
     ".filter(a => a.name.toLowerCase().startsWith('on')).map(a => e.tagName + ' ' + a.name))"
@@ -105,7 +111,7 @@ def _assert_nothing_ran(watched: _Watched) -> None:
     assert watched.outside == []
 
 
-@pytest.mark.parametrize("path", ["results/", "compare/", STAMPED_LESSON])
+@pytest.mark.parametrize("path", ["results/", "compare/", *GPU_LESSONS])
 def test_no_payload_runs_adds_a_handler_or_fetches_anything(browser, site_url, path):
     watched = _open(browser, site_url + path)
     if path == "compare/":  # its script started: the data block was not swallowed

@@ -26,12 +26,16 @@ def _repo_bundles():
 
 
 def test_results_holds_bundles_only_plus_its_readme():
+    """Plain files only: a link (to /dev/zero, say), a FIFO or a device is refused too."""
     for path in RESULTS.rglob("*"):
-        if path.is_file():
-            rel = path.relative_to(RESULTS)
-            assert rel == Path("README.md") or (
-                rel.parts[0] in ("reference", "community") and rel.suffix == ".json"
-            ), f"results/ holds bundles only: {rel}"
+        rel = path.relative_to(RESULTS)
+        if path.is_dir() and not path.is_symlink():
+            assert rel.parts[0] in ("reference", "community"), f"results/ holds bundles only: {rel}"
+            continue
+        assert path.is_file() and not path.is_symlink(), f"results/{rel} is not a plain file"
+        assert rel == Path("README.md") or (
+            rel.parts[0] in ("reference", "community") and rel.suffix == ".json"
+        ), f"results/ holds bundles only: {rel}"
 
 
 def test_every_bundle_in_results_is_valid_complete_and_not_a_fixture():

@@ -226,7 +226,8 @@ CLAIMS: dict[str, GpuClaim] = {
         "A 1 kB host-to-device copy takes {pub.h2d.small_v100:.0f} µs (gpu-benches, V100): "
         "over 100 times what the PCIe 3.0 rate alone predicts for 1 kB, so small copies "
         "pay a fixed cost, not bandwidth.",
-        "pub.h2d.small_v100 > 100 * 1e-3 / cited.pcie3_x16",  # 1e3 B / (GB/s x 1e9) in µs,
+        # 1 kB at x GB/s takes 1e3 B / (x * 1e9 B/s) = 1e-6 / x s = 1 / x µs
+        "pub.h2d.small_v100 > 100 * 1 / cited.pcie3_x16",
     ),
     "oversubscribed_um": GpuClaim(
         "Unified memory larger than the GPU runs a STREAM triad at "

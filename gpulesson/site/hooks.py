@@ -48,6 +48,7 @@ from gpulesson.site import (
     facts,
     gpu_figures,
     provenance,
+    results_pages,
 )
 from gpulesson.site.provenance import BuildRecord
 
@@ -229,6 +230,25 @@ def worker_setup(config: Any, package_dir: Path) -> dict[str, Any]:
     return exec_cache.setup_request(roots, excluded)
 
 
+def bundles_error(results_dir: Path) -> str | None:
+    """One line naming the first result bundle under ``results_dir`` that pages cannot carry.
+
+    Checked once when the build starts, so a contributed bundle that is refused stops the
+    build with its file and field, before any block reads it (never a traceback).
+
+    >>> bundles_error(Path("/no/such/folder")) is None
+    True
+    """
+    try:
+        results_pages.load_results(results_dir)
+    except ValueError as error:
+        return (
+            f"result bundle refused: {error}. Fix the bundle or remove it; "
+            "results/README.md says what a bundle holds"
+        )
+    return None
+
+
 def on_config(config: Any) -> Any:
     """Start (or keep) the block worker, probe once, enforce GPULESSON_REQUIRE_DEVICE."""
     previous_runner = exec_cache.settings().runner  # kept across mkdocs serve rebuilds
@@ -244,6 +264,9 @@ def on_config(config: Any) -> Any:
     # Starting the worker and the probe (which imports torch) get the default limit at least.
     setup_limit_s = max(limit_s, exec_cache.DEFAULT_TIMEOUT_S)
     config_dir = Path(config["config_file_path"]).resolve().parent
+    message = bundles_error(config_dir / "results")
+    if message:
+        raise PluginError(message)
     signature = package_signature([package_dir, config_dir / "snippets"])
     setup = worker_setup(config, package_dir)
     runner = _start_worker(previous_runner, package_dir, setup, signature, setup_limit_s)
