@@ -1,0 +1,76 @@
+"""Every claim in the build record can fail, rests on a measurement, and is shown quietly.
+
+The strict build's ``build-record.json`` lists every claim of every page with the kind of
+each fact its rule reads and its flip margin (:func:`gpulesson.site.claims.flip_margin`).
+These tests read that record, the one fixture for every lesson's claims.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpulesson.site import claims, facts
+
+REPO = Path(__file__).resolve().parent.parent
+LESSONS = REPO / "docs" / "lessons"
+_PUBLISH = re.compile(r"\bfacts\.publish\((?P<args>[^()]*(?:\([^()]*\)[^()]*)*)\)", re.S)
+
+
+@pytest.fixture(scope="module")
+def record(built_site: Path) -> dict:
+    return json.loads((built_site / "build-record.json").read_text(encoding="utf-8"))
+
+
+def _checked(record: dict) -> list[dict]:
+    return [c for c in record["claims"] if c["status"] != claims.NOT_CHECKED]
+
+
+def test_every_checked_claim_can_fail_and_rests_on_a_measured_or_published_fact(record):
+    checked = _checked(record)
+    assert len(checked) >= 50
+    no_margin = [(c["page"], c["rule"]) for c in checked if c["flip_margin"] is None]
+    assert no_margin == []  # a claim no change of its inputs can flip checks nothing
+    alone = [
+        (c["page"], c["rule"])
+        for c in checked
+        if not {c["kinds"][n] for n in claims.fact_names(c["rule"])} & set(claims.INDEPENDENT)
+    ]
+    assert alone == []
+
+
+def test_every_margin_recomputes_from_the_recorded_numbers(record):
+    """The margin is the rule's own: moving a measured input by it flips the verdict."""
+    for c in _checked(record):
+        margin = claims.flip_margin(c["rule"], c["numbers"], c["kinds"])
+        assert margin == pytest.approx(c["flip_margin"], rel=1e-6), (c["page"], c["rule"])
+
+
+def test_no_page_says_checked_on_this_build_and_each_mark_links_to_its_entry(built_site: Path):
+    pages = sorted((built_site / "lessons").glob("*/index.html"))
+    assert len(pages) >= 17
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert "(checked on this build)" not in html, page
+        for number in re.findall(r'class="gl-claim gl-claim-holds" href="#gl-check-(\d+)"', html):
+            assert f'id="gl-check-{number}"' in html, (page, number)
+
+
+def test_every_fact_a_lesson_publishes_states_its_kind():
+    missing = []
+    for md in sorted(LESSONS.glob("*.md")):
+        for match in _PUBLISH.finditer(md.read_text(encoding="utf-8")):
+            if "kind=" not in match["args"]:
+                missing.append(f"{md.name}: facts.publish({match['args'][:50]}...)")
+    assert missing == [], "state each fact's kind=facts.MEASURED|PUBLISHED|...: " + "\n".join(
+        missing
+    )
+
+
+def test_the_record_names_a_kind_for_every_number_behind_a_claim(record):
+    for c in record["claims"]:
+        assert set(c["kinds"]) == set(c["numbers"]), (c["page"], c["rule"])
+        assert set(c["kinds"].values()) <= set(facts.KINDS)
