@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,128 @@ def test_table_rows_one_per_reference_gpu_with_the_bundle_measured():
     assert [p.value for p in a100.published] == [1818.21]  # simllm's A100 HBM roof
     with pytest.raises(AttributeError):
         h100.ratio = 1.0  # frozen
+
+
+# --- figures with a lesson's params: decode.b1, all_reduce.time, train_step.time ------------
+
+SHEETS = {
+    d["id"]: d
+    for d in json.loads(
+        (Path(predict.__file__).parent / "datasheets.json").read_text(encoding="utf-8")
+    )["devices"]
+}
+
+
+def by_hand(figure: str, device: str, params: dict) -> float | None:
+    """The model's arithmetic from datasheets.json's stated figures, or None (no input)."""
+    d = SHEETS[device]
+    if figure == "decode.b1":
+        return d["memory_bandwidth_stated_gb_per_s"] * 1e9 / params["bytes_per_token"]
+    if figure == "all_reduce.time":
+        link = d.get("interconnect")
+        if link is None:
+            return None
+        stated = link.get("nvlink_stated_gb_per_s") or link["pcie_stated_gb_per_s"]
+        n = params["gpus"]
+        return 2 * (n - 1) / n * params["message_bytes"] / (stated * 1e9 / 2)
+    for dtype in ("bf16", "fp16"):  # train_step.time: a 16-bit run, bf16 else fp16
+        if dtype in d.get("peaks", {}):
+            peak = d["peaks"][dtype]
+            dense = peak["stated_tflops"] * 1e12 / (2 if peak["with_sparsity"] else 1)
+            return params["flops"] / (dense * params["mfu"])
+    return None
+
+
+CASES = [
+    ("decode.b1", {"bytes_per_token": 8e9 * 2}),
+    ("all_reduce.time", {"message_bytes": 7e9 * 4, "gpus": 8}),
+    ("train_step.time", {"flops": 6 * 124e6 * 8192, "mfu": 0.4}),
+]
+
+
+@pytest.mark.parametrize(("figure", "params"), CASES)
+def test_parameterised_rows_are_the_models_arithmetic_on_every_gpu_that_has_the_input(
+    figure, params
+):
+    rows = predict.table_rows(figure, params=params)
+    assert [r.device for r in rows][:5] == ["t4", "rtx-4090", "a100-80gb", "h100-sxm", "h200"]
+    predicted = 0
+    for r in rows:
+        expected = by_hand(figure, r.device, params)
+        if expected is None:
+            assert isinstance(r.predicted, predict.NoModel), r.device
+            continue
+        assert r.predicted.value == pytest.approx(expected, rel=1e-12), r.device
+        assert r.predicted.figure == figure and r.predicted.arithmetic
+        assert r.measured is None and r.ratio is None  # no bundle given
+        predicted += 1
+    assert predicted >= 4
+
+
+def test_a_gpu_without_the_input_gets_a_row_saying_why():
+    ring = {"message_bytes": 28e9, "gpus": 8}
+    t4 = predict.predict_for("t4", "all_reduce.time", ring)
+    assert isinstance(t4, predict.NoModel)
+    assert t4.reason.startswith("no NVLink or PCIe figure: NVIDIA T4 (t4)")
+    mac = predict.predict_for("apple-m4-max", "train_step.time", {"flops": 1e15, "mfu": 0.4})
+    assert mac.reason.startswith("no bf16 or fp16 peak: Apple M4 Max")
+    bare = predict.predict_for("h100-sxm", "decode.b1")  # the figure needs its params
+    assert bare.reason == "no model without params: decode.b1 needs bytes_per_token"
+
+
+def test_train_step_time_takes_6nd_or_its_parts_and_the_dtype_picks_the_peak():
+    parts = predict.predict_for(
+        "h100-sxm", "train_step.time", {"parameters": 124e6, "tokens": 8192, "mfu": 0.4}
+    )
+    flops = predict.predict_for(
+        "h100-sxm", "train_step.time", {"flops": 6 * 124e6 * 8192, "mfu": 0.4}
+    )
+    assert parts.value == pytest.approx(flops.value)
+    assert parts.arithmetic.startswith("6 x 1.24e+08 x 8192 = 6.095e+12 FLOP / (dense bf16")
+    fp32 = predict.predict_for(
+        "h100-sxm", "train_step.time", {"flops": 67e12, "mfu": 0.5, "dtype": "fp32"}
+    )
+    assert fp32.value == pytest.approx(2.0)  # 67 TFLOP/s fp32 at half
+
+
+@pytest.mark.parametrize(
+    ("figure", "params", "message"),
+    [
+        ("decode.b1", {"bytes_per_tokens": 1e9}, "unknown params bytes_per_tokens"),
+        ("decode.b1", {"bytes_per_token": 0}, r"params\['bytes_per_token'\]=0 must be a positive"),
+        ("all_reduce.time", {"message_bytes": 1e9}, "params need gpus"),
+        ("all_reduce.time", {"message_bytes": 1e9, "gpus": 2.5}, "whole number of GPUs"),
+        ("train_step.time", {"flops": 1e15, "mfu": 40}, "for 40% write 0.4"),
+        ("train_step.time", {"flops": 1e15, "mfu": 0.4, "dtype": "int4"}, "must be one of"),
+        ("train_step.time", {"flops": 1e15, "tokens": 8, "mfu": 0.4}, "not a mix"),
+        ("memory_bandwidth", {"bytes": 1}, "takes no params"),
+    ],
+)
+def test_a_lessons_params_mistake_fails_with_the_fix(figure, params, message):
+    with pytest.raises(ValueError, match=message):
+        predict.table_rows(figure, params=params)
+
+
+def with_measurements(*extra: Measurement) -> bundle.Bundle:
+    b = h100_fixture()
+    return dataclasses.replace(b, measurements=(*b.measurements, *extra))
+
+
+def test_a_bundle_measurement_counts_only_with_the_same_figure_and_params():
+    ring = {"message_bytes": 28e9, "gpus": 8}
+    measured = measurement("all_reduce.time", 0.15, "s", message_bytes=28e9, gpus=8)
+    other_size = measurement("all_reduce.time", 0.01, "s", message_bytes=1e9, gpus=8)
+    rows = predict.table_rows("all_reduce.time", [with_measurements(other_size, measured)], ring)
+    h100 = next(r for r in rows if r.device == "h100-sxm")
+    assert h100.measured == 0.15 and h100.measured_unit == "s"
+    assert h100.ratio == pytest.approx(0.15 / by_hand("all_reduce.time", "h100-sxm", ring))
+    assert h100.params == (("gpus", 8), ("message_bytes", 28e9))
+    four = predict.table_rows("all_reduce.time", [with_measurements(other_size)], ring)
+    assert next(r for r in four if r.device == "h100-sxm").measured is None
+    # a decode row of the suite (parameters and dtype) matches bytes per token = both
+    decode = measurement("decode.b1", 150.0, "tokens/s", parameters=8e9, dtype="fp16")
+    rows = predict.table_rows("decode.b1", [with_measurements(decode)], {"bytes_per_token": 16e9})
+    h100 = next(r for r in rows if r.device == "h100-sxm")
+    assert h100.ratio == pytest.approx(150.0 / (3350e9 / 16e9))
+    rows = predict.table_rows("decode.b1", [with_measurements(decode)], {"bytes_per_token": 8e9})
+    assert all(r.measured is None for r in rows)

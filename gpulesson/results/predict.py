@@ -19,6 +19,10 @@ how the number came about. The models:
 :func:`predict_for` looks a figure up by the suite's measurement name;
 :func:`predict_measurement` does it for a bundle's measurement (using its params), and
 answers :class:`NoModel` with the reason where the course has no model (a profiler table).
+Three figures need a lesson's numbers as well as a name (:data:`PARAMETERISED`):
+``decode.b1`` (``bytes_per_token``), ``all_reduce.time`` (``message_bytes``, ``gpus``) and
+``train_step.time`` (``flops``, or ``parameters`` and ``tokens``; ``mfu``; ``dtype``, bf16 by
+default); :func:`predict_for` takes them as ``params``.
 :func:`compare` is measured over predicted; :func:`table_rows` gives one row per reference
 GPU (predicted, published, measured, measured / predicted) as frozen data: rendering is
 elsewhere.
@@ -32,9 +36,10 @@ elsewhere.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gpulesson.memory import comm, compute
@@ -109,9 +114,13 @@ def _source(sheet: Datasheet) -> tuple[str, str | None]:
 def _peak_input(sheet: Datasheet, dtype: str) -> Input:
     peak = sheet.peaks.get(dtype)
     if peak is None:
+        fix = (
+            f"use one of {', '.join(sheet.peaks)}"
+            if sheet.peaks
+            else "it states no peak FLOP/s for any dtype"
+        )
         raise ValueError(
-            f"{sheet.name} ({sheet.id}): the datasheet row gives no {dtype} peak; "
-            f"use one of {', '.join(sheet.peaks) or 'no dtype (it states none)'}"
+            f"{sheet.name} ({sheet.id}): the datasheet row gives no {dtype} peak; {fix}"
         )
     title, url = _source(sheet)
     halved = " (the 2:4 sparsity figure, halved)" if peak.with_sparsity else ""
@@ -406,12 +415,38 @@ def train_step_time(
     >>> round(p.value * 1e3, 2)
     48.84
     """
-    sheet = _sheet(device_id)
-    share = compute.check_mfu(mfu)
     n = _positive("parameters", parameters)
     d = _positive("tokens", tokens)
+    return _train_step(
+        device_id,
+        6 * n * d,
+        f"6 x {_g(n)} x {_g(d)} = ",
+        (
+            Input(name="parameters", value=n, unit="parameters", source="given"),
+            Input(name="tokens per step", value=d, unit="tokens", source="given"),
+        ),
+        dtype,
+        mfu,
+    )
+
+
+def train_step_time_for_flops(device_id: str, flops: float, dtype: str, mfu: float) -> Prediction:
+    """Training-step time from a step's model FLOPs (6ND, counted once by the lesson).
+
+    >>> train_step_time_for_flops("h100-sxm", 6e15, "bf16", 0.5).arithmetic
+    '6ND = 6e+15 FLOP / (dense bf16 peak 9.895e+14 FLOP/s x MFU 0.5) = 12.13 s'
+    """
+    flop = _positive("flops", flops)
+    given = Input(name="model FLOPs per step (6ND)", value=flop, unit="FLOP", source="given")
+    return _train_step(device_id, flop, "6ND = ", (given,), dtype, mfu)
+
+
+def _train_step(
+    device_id: str, flop: float, head: str, given: tuple[Input, ...], dtype: str, mfu: float
+) -> Prediction:
+    sheet = _sheet(device_id)
+    share = compute.check_mfu(mfu)
     used, peak = compute.peak_for(sheet, dtype)
-    flop = 6 * n * d
     seconds = flop / (peak * share)
     return Prediction(
         figure="train_step",
@@ -421,12 +456,11 @@ def train_step_time(
         model="training-step time = 6 x parameters x tokens / (dense peak x MFU)",
         inputs=(
             _peak_input(sheet, used),
-            Input(name="parameters", value=n, unit="parameters", source="given"),
-            Input(name="tokens per step", value=d, unit="tokens", source="given"),
+            *given,
             Input(name="MFU", value=share, unit="ratio", source="given (an assumption)"),
         ),
         arithmetic=(
-            f"6 x {_g(n)} x {_g(d)} = {_g(flop)} FLOP / ({_g(peak)} FLOP/s x {_g(share)}) "
+            f"{head}{_g(flop)} FLOP / (dense {used} peak {_g(peak)} FLOP/s x MFU {_g(share)}) "
             f"= {_g(seconds)} s"
         ),
     )
@@ -522,12 +556,178 @@ NO_MODEL: dict[str, str] = {
 }
 _MATMUL = re.compile(r"matmul\.(?P<dtype>[a-z0-9]+)\.n(?P<n>[0-9]+)")
 
+#: Figures whose model needs a lesson's numbers: the params each one requires. Also taken:
+#: ``train_step.time`` accepts ``parameters`` and ``tokens`` instead of ``flops`` (6ND is
+#: then computed and shown), and ``dtype`` (the peak's dtype, bf16 unless given).
+PARAMETERISED: dict[str, tuple[str, ...]] = {
+    "decode.b1": ("bytes_per_token",),
+    "all_reduce.time": ("message_bytes", "gpus"),
+    "train_step.time": ("flops", "mfu"),
+}
+_OPTIONAL: dict[str, tuple[str, ...]] = {"train_step.time": ("parameters", "tokens", "dtype")}
+Params = Mapping[str, float | int | str]
 
-def predict_for(device_id: str, figure: str) -> Prediction | NoModel:
+
+def _number(figure: str, name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{figure}: params[{name!r}]={value!r} must be a positive number")
+    if not math.isfinite(value):
+        raise ValueError(f"{figure}: params[{name!r}]={value!r} must be a finite number")
+    return float(value)
+
+
+def check_params(figure: str, params: Params) -> dict[str, float | int | str]:
+    """A lesson's params for a :data:`PARAMETERISED` figure, checked; ``ValueError`` with the fix.
+
+    Numbers must be positive, ``gpus`` a whole number >= 2, ``mfu`` a share (at most 1).
+
+    >>> check_params("all_reduce.time", {"message_bytes": 28e9, "gpus": 8.0})
+    {'message_bytes': 28000000000.0, 'gpus': 8}
+    >>> check_params("train_step.time", {"parameters": 124e6, "tokens": 8192, "mfu": 0.4})
+    {'parameters': 124000000.0, 'tokens': 8192.0, 'mfu': 0.4, 'dtype': 'bf16', \
+'flops': 6094848000000.0}
+    >>> check_params("decode.b1", {"bytes": 16e9})
+    Traceback (most recent call last):
+    ...
+    ValueError: decode.b1: unknown params bytes: give bytes_per_token
+    """
+    if figure not in PARAMETERISED:
+        raise ValueError(
+            f"figure {figure!r} takes no params: the figures that do are {', '.join(PARAMETERISED)}"
+        )
+    required, optional = PARAMETERISED[figure], _OPTIONAL.get(figure, ())
+    unknown = sorted(set(params) - {*required, *optional})
+    if unknown:
+        extra = f" (optional: {', '.join(optional)})" if optional else ""
+        raise ValueError(
+            f"{figure}: unknown params {', '.join(unknown)}: give {', '.join(required)}{extra}"
+        )
+    out: dict[str, float | int | str] = {}
+    for name, value in params.items():
+        if name == "dtype":
+            if value not in ELEMENT_BYTES:
+                raise ValueError(
+                    f"{figure}: params['dtype']={value!r} must be one of {', '.join(ELEMENT_BYTES)}"
+                )
+            out[name] = value
+        elif name == "gpus":
+            n = _number(figure, name, value)
+            if n != int(n) or n < 2:
+                raise ValueError(
+                    f"{figure}: params['gpus']={value!r} must be a whole number of GPUs, >= 2"
+                )
+            out[name] = int(n)
+        elif name == "mfu":
+            out[name] = compute.check_mfu(_number(figure, name, value), f"{figure}: params['mfu']")
+        else:
+            out[name] = _number(figure, name, value)
+    if figure == "train_step.time":
+        out.setdefault("dtype", "bf16")
+        if "flops" not in out and {"parameters", "tokens"} <= set(out):
+            out["flops"] = 6 * float(out["parameters"]) * float(out["tokens"])
+        elif {"parameters", "tokens"} & set(out):
+            raise ValueError(
+                f"{figure}: give flops, or parameters and tokens (6ND is computed), not a mix"
+            )
+    missing = [name for name in required if name not in out]
+    if missing:
+        raise ValueError(f"{figure}: params need {', '.join(missing)} (given: {dict(params)})")
+    return out
+
+
+def workload(figure: str, params: Params) -> dict[str, float]:
+    """What a parameterised figure's params say was run: the keys a measurement must match.
+
+    The MFU and the dtype belong to the model, not the run, so a training step matches on its
+    FLOPs alone.
+
+    >>> workload("train_step.time", {"flops": 6e15, "mfu": 0.4})
+    {'flops': 6000000000000000.0}
+    """
+    checked = check_params(figure, params)
+    keys = {"decode.b1": ("bytes_per_token",), "all_reduce.time": ("message_bytes", "gpus")}
+    return {k: float(checked[k]) for k in keys.get(figure, ("flops",))}
+
+
+def measured_workload(m: Measurement) -> dict[str, float] | None:
+    """A bundle measurement's workload in :func:`workload`'s keys, or None if it says none.
+
+    ``decode.b1`` rows give ``bytes_per_token``, or ``parameters`` and a dtype (every
+    weight read once, as :func:`predict_measurement` reads them); ``train_step.time`` rows
+    ``flops`` or ``six_nd_flop``.
+    """
+    p = m.params
+
+    def num(*names: str) -> float | None:
+        for name in names:
+            v = p.get(name)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                return float(v)
+        return None
+
+    if m.name == "decode.b1":
+        per_token = num("bytes_per_token")
+        if per_token is None and (n := num("parameters")) is not None and m.dtype in ELEMENT_BYTES:
+            per_token = n * ELEMENT_BYTES[m.dtype]
+        return None if per_token is None else {"bytes_per_token": per_token}
+    if m.name == "all_reduce.time":
+        size, gpus = num("message_bytes"), num("gpus")
+        return None if size is None or gpus is None else {"message_bytes": size, "gpus": gpus}
+    if m.name == "train_step.time":
+        flop = num("flops", "six_nd_flop")
+        return None if flop is None else {"flops": flop}
+    return None
+
+
+def _no_input(figure: str, exc: ValueError) -> NoModel:
+    """The reason a datasheet row gives no prediction: what it lacks, then the message."""
+    text = str(exc)
+    missing = re.search(
+        r"gives no ((?:\S+ or )?\S+ peak|PCIe figure|NVLink figure|interconnect)", text
+    )
+    head = "no model"
+    if missing:
+        head = "no NVLink or PCIe figure" if missing[1] == "interconnect" else f"no {missing[1]}"
+    return NoModel(figure=figure, reason=f"{head}: {text}")
+
+
+def _predict_with(sheet: Datasheet, figure: str, params: Params) -> Prediction | NoModel:
+    p = check_params(figure, params)  # a lesson's mistake raises; a row's gap is a NoModel
+    try:
+        if figure == "decode.b1":
+            made = decode_tokens_per_s(sheet.id, float(p["bytes_per_token"]))
+        elif figure == "all_reduce.time":
+            made = all_reduce_time(sheet.id, float(p["message_bytes"]), int(p["gpus"]))
+        elif "parameters" in p:
+            made = train_step_time(
+                sheet.id,
+                float(p["parameters"]),
+                float(p["tokens"]),
+                str(p["dtype"]),
+                float(p["mfu"]),
+            )
+        else:
+            made = train_step_time_for_flops(
+                sheet.id, float(p["flops"]), str(p["dtype"]), float(p["mfu"])
+            )
+    except ValueError as exc:
+        return _no_input(figure, exc)
+    return _renamed(made, figure)
+
+
+def predict_for(device_id: str, figure: str, params: Params | None = None) -> Prediction | NoModel:
     """The prediction for a suite figure name on a datasheet row, or :class:`NoModel` why not.
 
-    Figures that need more than a name (a decode's bytes per token, a GPT's memory ledger)
-    are predicted by :func:`predict_measurement` from the measurement's params.
+    A :data:`PARAMETERISED` figure takes the lesson's ``params`` (checked by
+    :func:`check_params`); a GPU whose row lacks an input (no NVLink or PCIe figure, no
+    peak) gets a :class:`NoModel` saying which. A GPT's memory ledger is predicted by
+    :func:`predict_measurement` from the measurement's params.
+
+    >>> p = predict_for("h100-sxm", "all_reduce.time", {"message_bytes": 28e9, "gpus": 8})
+    >>> p.figure, round(p.value * 1e3, 1)
+    ('all_reduce.time', 108.9)
+    >>> predict_for("t4", "all_reduce.time", {"message_bytes": 28e9, "gpus": 8}).reason[:24]
+    'no NVLink or PCIe figure'
 
     >>> predict_for("h100-sxm", "matmul_peak.bf16").value / 1e12
     989.5
@@ -543,6 +743,11 @@ a100-80gb-pcie, h100-sxm, h100-pcie, h200, b200, mi300x, l40s, rtx-3090, rtx-409
 apple-m1-pro, apple-m1-max, apple-m1-ultra, apple-m2, apple-m4, apple-m4-pro, apple-m4-max
     """
     sheet = _sheet(device_id)
+    if params is not None or figure in PARAMETERISED:
+        if params is None:
+            need = ", ".join(PARAMETERISED[figure])
+            return NoModel(figure=figure, reason=f"no model without params: {figure} needs {need}")
+        return _predict_with(sheet, figure, params)
     entry = figure.split(".")[0]
     if entry in NO_MODEL:
         return NoModel(figure=figure, reason=NO_MODEL[entry])
@@ -565,9 +770,7 @@ apple-m1-pro, apple-m1-max, apple-m1-ultra, apple-m2, apple-m4, apple-m4-pro, ap
         if entry in ("all_reduce", "all-reduce"):
             return link_one_way(sheet.id, figure)
     except ValueError as exc:
-        missing = re.search(r"gives no (\S+ peak|PCIe figure|NVLink figure)", str(exc))
-        head = f"no {missing[1]}" if missing else "no model"
-        return NoModel(figure=figure, reason=f"{head}: {exc}")
+        return _no_input(figure, exc)
     return NoModel(figure=figure, reason=f"no model: the course has none for {figure!r}")
 
 
@@ -622,6 +825,10 @@ def predict_measurement(device_id: str, m: Measurement) -> Prediction | NoModel:
             return NoModel(figure=m.name, reason="no model: the row gives no parameters or dtype")
         p = decode_tokens_per_s(device_id, float(params) * ELEMENT_BYTES[m.dtype])
         return _renamed(p, m.name)
+    if m.name == "all_reduce.time" and (w := measured_workload(m)) is not None:
+        return predict_for(
+            device_id, m.name, {"message_bytes": w["message_bytes"], "gpus": w["gpus"]}
+        )
     return predict_for(device_id, m.name)
 
 
@@ -682,7 +889,11 @@ def reference_devices(bundles: Iterable[Bundle] = ()) -> tuple[str, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class TableRow:
-    """One GPU's figure from the three sources, and measured over predicted."""
+    """One GPU's figure from the three sources, and measured over predicted.
+
+    ``params`` are the lesson's params of a :data:`PARAMETERISED` figure (sorted pairs), or
+    empty.
+    """
 
     device: str
     name: str
@@ -692,31 +903,56 @@ class TableRow:
     measured: float | None
     measured_unit: str | None
     ratio: float | None  # measured / predicted, when both exist in one unit
+    params: tuple[tuple[str, float | int | str], ...] = ()
 
 
-def table_rows(figure: str, bundles: Iterable[Bundle] = ()) -> tuple[TableRow, ...]:
+def table_rows(
+    figure: str, bundles: Iterable[Bundle] = (), params: Params | None = None
+) -> tuple[TableRow, ...]:
     """One row per reference GPU for a suite figure: predicted, published, measured, ratio.
 
     A bundle's measurement counts for the device its bundle names (several bundles of one
-    device: the median). Frozen data; rendering is elsewhere.
+    device: the median). With ``params`` (a :data:`PARAMETERISED` figure) the prediction
+    uses them, a bundle measurement counts only when its name is ``figure`` and its
+    workload equals the params' (:func:`workload`, compared exactly), and published rows
+    count only under the same figure name. Frozen data; rendering is elsewhere.
 
     >>> rows = table_rows("matmul_peak.bf16")
     >>> [(r.device, round(r.predicted.value / 1e12, 1), [p.value for p in r.published])
     ...  for r in rows if r.device in ("h100-sxm", "a100-80gb")]
     [('a100-80gb', 312.0, []), ('h100-sxm', 989.5, [794.5])]
+    >>> rows = table_rows("decode.b1", params={"bytes_per_token": 16e9})
+    >>> [(r.device, round(r.predicted.value, 1)) for r in rows][:3]
+    [('t4', 20.0), ('rtx-4090', 63.0), ('a100-80gb', 127.4)]
     """
     bundles = tuple(bundles)
+    wanted = workload(figure, params) if params is not None else None
+    checked = tuple(sorted(check_params(figure, params).items())) if params is not None else ()
     rows = []
     for device in reference_devices(bundles):
         sheet = _sheet(device)
-        readings = [
-            m
-            for b in bundles
-            if _bundle_device(b) == device
-            if (m := b.measurement(figure)) is not None
-        ]
+        if wanted is None:
+            readings = [
+                m
+                for b in bundles
+                if _bundle_device(b) == device
+                if (m := b.measurement(figure)) is not None
+            ]
+        else:
+            readings = [
+                m
+                for b in bundles
+                if _bundle_device(b) == device
+                for m in b.measurements
+                if m.name == figure and measured_workload(m) == wanted
+            ]
         m = readings[0] if readings else None
-        predicted = predict_measurement(device, m) if m is not None else predict_for(device, figure)
+        if params is not None:
+            predicted = predict_for(device, figure, params)
+        elif m is not None:
+            predicted = predict_measurement(device, m)
+        else:
+            predicted = predict_for(device, figure)
         measured = statistics.median(r.value for r in readings) if readings else None
         unit = m.unit if m is not None else None
         ratio = None
@@ -726,7 +962,7 @@ def table_rows(figure: str, bundles: Iterable[Bundle] = ()) -> tuple[TableRow, .
         pub = tuple(
             p
             for p in published.rows_for(device)
-            if p.figure == figure or (p.figure == entry and "." in figure)
+            if p.figure == figure or (params is None and p.figure == entry and "." in figure)
         )
         rows.append(
             TableRow(
@@ -738,6 +974,7 @@ def table_rows(figure: str, bundles: Iterable[Bundle] = ()) -> tuple[TableRow, .
                 measured=measured,
                 measured_unit=unit,
                 ratio=ratio,
+                params=checked,
             )
         )
     return tuple(rows)
