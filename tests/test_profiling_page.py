@@ -67,6 +67,29 @@ def test_every_cpu_claim_holds_and_could_fail(page):
     assert [c.rule for c in cpu if not claims.can_fail(c)] == []
 
 
+def test_the_timing_teaching_claims_read_medians_with_a_stated_factor(page):
+    """Shares and ratios of one profiled step move on a busy machine: the lesson's points rest
+    on the median of five profiles, with a factor wide enough that noise cannot flip them."""
+    printed, found, published = page
+    teaching = {c.rule: c for c in found if c.teaching}
+    shares = teaching[
+        "profiling.median_matmul_share_pct > 3 * profiling.median_top_other_share_pct"
+    ]
+    ratio = teaching["profiling.median_backward_over_forward > 1.5"]
+    for c in (shares, ratio):
+        assert c.status == claims.HOLDS
+        assert set(c.kinds.values()) >= {facts.MEASURED}
+        assert c.flip_margin is not None and c.flip_margin > 0.05, (c.rule, c.flip_margin)
+    assert published["profiling.repeats"].value == published["profiling.region_repeats"].value == 5
+    assert published["profiling.layers"].kind == facts.CONSTANT
+    assert published["profiling.adam_state_mib"].kind == facts.PREDICTED
+    # the single step's leading row is described, not checked: it may differ between runs
+    assert all("top_share_pct" not in c.rule for c in found)
+    assert any(
+        "the top row is `aten::" in text for block, text in printed.items() if "describe" in block
+    )
+
+
 def test_without_a_gpu_or_a_bundle_the_gpu_claims_are_not_checked(page):
     printed, found, _ = page
     gpu = [c for c in found if c.needs == "cuda"]
