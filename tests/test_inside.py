@@ -9,6 +9,7 @@ import json
 import math
 
 import pytest
+import torch
 
 from gpulesson.inside import limits
 from gpulesson.inside.attention_io import (
@@ -19,15 +20,26 @@ from gpulesson.inside.attention_io import (
     standard_elements,
 )
 from gpulesson.inside.cache_sweep import (
+    CacheLevel,
+    Step,
+    Sweep,
     SweepPoint,
+    edge_size,
     find_steps,
-    nearest_step_factor,
+    nearest_edge,
+    nearest_edge_factor,
     parse_size,
     smoothed,
     sweep_sizes,
 )
 from gpulesson.inside.occupancy import occupancy
-from gpulesson.inside.render import gpus_markdown, occupancy_lab_html, sweep_markdown
+from gpulesson.inside.render import (
+    gpus_markdown,
+    levels_sentences,
+    occupancy_lab_html,
+    sweep_markdown,
+    tensor_cores_markdown,
+)
 from gpulesson.inside.strided import measure_strided
 from gpulesson.inside.waves import waves
 
@@ -146,10 +158,55 @@ def test_a_tile_count_that_fills_whole_waves_is_fully_efficient():
 # --- attention bytes against the paper (Dao et al. 2022, Theorem 2) ---------------------------
 
 
-@pytest.mark.parametrize("d", [32, 64, 128])
-def test_standard_attention_is_theta_nd_plus_n_squared(d):
-    for n in (128, 1024, 8192):
-        assert standard_elements(n, d) == 4 * (n * d + n * n)
+class _CountingHBM:
+    """Memory that counts every element read from it and written to it."""
+
+    def __init__(self, **tensors: torch.Tensor) -> None:
+        self.tensors = dict(tensors)
+        self.read = self.written = 0
+
+    def load(self, name: str) -> torch.Tensor:
+        self.read += self.tensors[name].numel()
+        return self.tensors[name]
+
+    def store(self, name: str, value: torch.Tensor) -> None:
+        self.written += value.numel()
+        self.tensors[name] = value
+
+
+def _standard_attention_step_by_step(hbm: _CountingHBM) -> None:
+    """The FlashAttention paper's Algorithm 0, one line per step, every operand through HBM."""
+    q, k = hbm.load("Q"), hbm.load("K")
+    hbm.store("S", q @ k.T)  # 1. load Q, K; compute S = QK^T; write S
+    hbm.store("P", torch.softmax(hbm.load("S"), dim=-1))  # 2. read S; P = softmax(S); write P
+    hbm.store("O", hbm.load("P") @ hbm.load("V"))  # 3. load P, V; O = PV; write O
+
+
+@pytest.mark.parametrize(("n", "d"), [(4, 2), (16, 8), (64, 16), (96, 32)])
+def test_standard_attention_counts_what_algorithm_0_reads_and_writes(n, d):
+    # Dao et al. 2022, Algorithm 0 (standard attention), executed and counted element by
+    # element: the count is the function's, and the result is attention's.
+    q, k, v = (torch.randn(n, d, dtype=torch.float64) for _ in range(3))
+    hbm = _CountingHBM(Q=q, K=k, V=v)
+    _standard_attention_step_by_step(hbm)
+    assert hbm.read + hbm.written == standard_elements(n, d)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0)
+    assert torch.allclose(hbm.tensors["O"], expected)
+    for element_bytes in (2, 4):  # bf16 and fp32: bytes moved are elements x element size
+        assert (hbm.read + hbm.written) * element_bytes == standard_elements(n, d) * element_bytes
+
+
+def test_standard_attention_is_theta_nd_plus_n_squared():
+    # Theorem 2's Theta(Nd + N^2): the count over Nd + N^2 stays between two constants at any
+    # size, and the N^2 term decides it once N >> d: doubling N then about quadruples it,
+    # doubling d barely moves it; while N << d, doubling d about doubles it.
+    d = 64
+    ratios = [standard_elements(n, d) / (n * d + n * n) for n in (1, 64, 4096, 2**20)]
+    assert all(1 <= r <= 8 for r in ratios)
+    big = 2**16
+    assert standard_elements(2 * big, d) / standard_elements(big, d) == pytest.approx(4, rel=0.01)
+    assert standard_elements(big, 2 * d) / standard_elements(big, d) == pytest.approx(1, abs=0.01)
+    assert standard_elements(4, 2 * 4096) / standard_elements(4, 4096) == pytest.approx(2, rel=0.01)
 
 
 @pytest.mark.parametrize(("d", "sram"), [(64, 100 * 1024 // 2), (128, 228 * 1024 // 2)])
@@ -194,12 +251,45 @@ def _sweep(levels: list[tuple[int, float]], sizes: tuple[int, ...]) -> list[Swee
 SIZES = sweep_sizes(8 * 1024, 128 * 2**20)
 
 
-def test_a_sweep_with_two_cache_levels_has_two_steps_at_their_sizes():
+def test_a_sweep_with_two_cache_levels_has_two_steps_with_edges_at_their_sizes():
     sweep = _sweep([(2**20, 100e9), (8 * 2**20, 70e9), (2**40, 15e9)], SIZES)
     steps = find_steps(sweep)
     assert len(steps) == 2
-    assert nearest_step_factor(steps, 2**20) <= 2
-    assert nearest_step_factor(steps, 8 * 2**20) <= 2
+    # a level ends between the last size that fits and the next, half a doubling apart
+    assert nearest_edge_factor(steps, 2**20) <= 2**0.5
+    assert nearest_edge_factor(steps, 8 * 2**20) <= 2**0.5
+
+
+def test_the_edge_is_one_size_inside_a_wide_step_and_can_miss_the_l2_by_8x():
+    # A drop that fades from 512 KiB on and falls off at 8 MiB is one step spanning 16x and
+    # more: an L2 size anywhere inside that span sat "1.0x" from the old span rule. The edge
+    # is where the bandwidth fell halfway down, at the 8 MiB fall: 8x from a 1 MiB L2.
+    def bandwidth(size: int) -> float:
+        if size <= 2**19:
+            return 100e9
+        if size <= 8 * 2**20:  # fading: 1.07x down per half-doubling, 1.23x per step span
+            return 100e9 / 1.07 ** round(2 * math.log2(size / 2**19))
+        return 20e9 if size <= 12 * 2**20 else 15e9
+
+    fading = [SweepPoint(working_set_bytes=s, bytes_per_s=bandwidth(s)) for s in SIZES]
+    steps = find_steps(fading)
+    assert len(steps) == 1
+    (step,) = steps
+    assert step.before_bytes <= 2**20 <= step.after_bytes  # a 1 MiB L2 lies inside the span
+    assert step.after_bytes / step.before_bytes >= 16  # a wide span
+    assert 8 * 2**20 <= step.edge_bytes <= 12 * 2**20
+    assert nearest_edge_factor(steps, 2**20) >= 8
+    assert not nearest_edge_factor(steps, 2**20) <= 2  # the page's rule fails
+    assert nearest_edge_factor(steps, 8 * 2**20) <= 2  # and holds for an 8 MiB L2
+
+
+def test_the_edge_is_interpolated_on_the_log_size_axis():
+    pts = [SweepPoint(working_set_bytes=2**k, bytes_per_s=b) for k, b in ((20, 9.0), (21, 1.0))]
+    assert edge_size(pts) == 2**20.5  # halfway down (5.0) lies halfway between the sizes
+    quarter = [SweepPoint(working_set_bytes=2**k, bytes_per_s=b) for k, b in ((20, 8.0), (22, 0.0))]
+    assert edge_size(quarter) == 2**21
+    with pytest.raises(ValueError, match="no drop"):
+        edge_size([SweepPoint(working_set_bytes=1, bytes_per_s=1.0)] * 2)
 
 
 def test_a_flat_or_noisy_sweep_has_no_step_and_the_l2_claim_fails():
@@ -212,14 +302,50 @@ def test_a_flat_or_noisy_sweep_has_no_step_and_the_l2_claim_fails():
     ]
     noisy[10] = SweepPoint(working_set_bytes=SIZES[10], bytes_per_s=5e9)
     assert find_steps(noisy) == ()
-    assert nearest_step_factor(find_steps(noisy), 2**20) is None
+    assert nearest_edge_factor(find_steps(noisy), 2**20) is None
 
 
 def test_a_single_step_far_from_l2_is_more_than_a_factor_two_away():
     sweep = _sweep([(16 * 2**20, 80e9), (2**40, 10e9)], SIZES)
     steps = find_steps(sweep)
     assert len(steps) == 1
-    assert nearest_step_factor(steps, 2**20) > 2
+    assert nearest_edge_factor(steps, 2**20) > 2
+    assert nearest_edge(steps, 2**20) is steps[0]
+
+
+L1 = CacheLevel(level=1, kind="Data", size_bytes=48 * 1024)
+L3 = CacheLevel(level=3, kind="Unified", size_bytes=480 * 2**20)
+
+
+def _step(edge: float) -> Step:
+    return Step(
+        before_bytes=int(edge / 2),
+        after_bytes=int(edge * 2),
+        before_bytes_per_s=1.8e11,
+        after_bytes_per_s=1.2e11,
+        edge_bytes=edge,
+    )
+
+
+def test_the_l1_sentence_follows_what_the_sweep_found():
+    shown = levels_sentences([_step(53 * 1024)], [L1, L3], 128 * 2**20)
+    assert shown.startswith("L1 shows up too: the sweep has a step with its edge at 53 KiB, 1.10x")
+    hidden = levels_sentences([_step(2 * 2**20)], [L1, L3], 128 * 2**20)
+    assert hidden.startswith("L1 (48 KiB) shows no step of its own here: the nearest step edge")
+    assert "hidden under each call's fixed overhead" in hidden
+    assert "L3 is not claimed: the kernel reports 480 MiB" in hidden
+    assert "(the largest size swept is 128 MiB)" in hidden
+    near_l3 = levels_sentences([_step(400 * 2**20)], [L3], 2**30)
+    assert "also lies 1.20x from the 480 MiB L3" in near_l3 and "still does not claim" in near_l3
+    assert levels_sentences([], [L1], 2**20).startswith("L1 (48 KiB) shows no step of its own")
+
+
+def test_the_sweep_table_gives_each_steps_edge_and_the_levels_sentence():
+    points = tuple(_sweep([(2**20, 100e9), (2**40, 15e9)], SIZES))
+    out = sweep_markdown(Sweep(device="cpu", rounds=1, points=points), [L1, L3])
+    edge = find_steps(points)[0].edge_bytes
+    assert f"its edge at {edge / 2**20:.3g} MiB" in out
+    assert "L1 (48 KiB) shows no step of its own here" in out
 
 
 def test_smoothing_removes_one_dip_but_keeps_a_level():
@@ -279,3 +405,81 @@ def test_the_sweep_and_stride_entries_keep_their_samples_on_a_cpu():
     assert [m.name for m in strided] == [f"strided.s{s}" for s in (1, 2, 4, 8, 16, 32, 64)]
     first = strided[0]
     assert first.value == pytest.approx(first.params["bytes"] / sorted(first.samples)[1])
+
+
+# --- tensor-core multiples and tiles: cited data --------------------------------------------
+
+
+def test_tensor_core_multiples_come_from_the_matmul_guide_with_its_url():
+    rows = limits.tensor_core_multiples()
+    assert [m.dtype for m in rows] == ["INT8", "FP16", "TF32", "FP64"]
+    url = limits.tensor_core_source()
+    assert url == limits.source_url("nvidia-matmul")
+    assert url.startswith("https://docs.nvidia.com/deeplearning/performance/")
+    # the guide's multiples are one width in bytes across data types (16, and 128 on A100)
+    assert {m.bytes for m in rows} == {16} and {m.a100_bytes for m in rows} == {128}
+    fp16 = next(m for m in rows if m.dtype == "FP16")
+    tiles = limits.cublas_tiles()
+    assert tiles[0] == (256, 128) and tiles[-1] == (64, 64)
+    assert all(a % fp16.a100_elements == 0 and b % fp16.a100_elements == 0 for a, b in tiles)
+    table = tensor_cores_markdown()
+    assert "| FP16 | 2 | 8 | 16 | 64 | 128 |" in table and url in table
+    assert "256 x 128, 128 x 256" in table
+
+
+# --- the lesson's charts ---------------------------------------------------------------------
+
+
+def _chart(html_: str) -> tuple[str, dict]:
+    """A chart's aria-label and its Vega-Lite spec."""
+    label = html.unescape(html_.split('aria-label="', 1)[1].split('"', 1)[0])
+    payload = html_.split('class="gl-chart-spec">', 1)[1].split("</script>", 1)[0]
+    return label, json.loads(payload)
+
+
+def test_the_sweep_chart_marks_each_edge_and_the_caches_it_spans():
+    from gpulesson.inside.charts import sweep_chart
+
+    points = tuple(_sweep([(48 * 1024, 180e9), (2 * 2**20, 120e9), (2**40, 14e9)], SIZES))
+    sweep = Sweep(device="cpu", rounds=1, points=points)
+    l2 = CacheLevel(level=2, kind="Unified", size_bytes=2 * 2**20)
+    label, spec = _chart(sweep_chart(sweep, [L1, l2, L3]))
+    steps = find_steps(points)
+    assert len(steps) == 2
+    for s in steps:
+        assert f"edge at {s.edge_bytes / 1024:.3g} KiB" in label or (
+            f"edge at {s.edge_bytes / 2**20:.3g} MiB" in label
+        )
+    assert "180 GB/s at 8 KiB" in label and "14.0 GB/s at 128 MiB" in label
+    assert "L1 48 KiB, L2 2 MiB, L3 480 MiB (beyond the sizes swept, not drawn)" in label
+    rules = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"]
+    marked = sorted(row["x"] for layer in rules for row in layer["data"]["values"])
+    assert marked == sorted([48.0, 2048.0, *(s.edge_bytes / 1024 for s in steps)])
+    line = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "line")
+    assert line["encoding"]["x"]["scale"]["type"] == "log"
+    assert [row["y"] for row in line["data"]["values"]] == [p.bytes_per_s / 1e9 for p in points]
+
+
+def test_the_sweep_chart_escapes_the_device_and_needs_points():
+    from gpulesson.inside.charts import sweep_chart
+
+    points = tuple(_sweep([(2**40, 1e9)], SIZES[:3]))
+    html_ = sweep_chart(Sweep(device="<b>x</b>", rounds=1, points=points), ())
+    assert "<b>" not in html_ and "no step" in _chart(html_)[0]
+    with pytest.raises(ValueError, match="no points"):
+        sweep_chart(Sweep(device="cpu", rounds=1, points=()), ())
+
+
+def test_the_attention_chart_states_the_peaks_it_draws():
+    from gpulesson.inside.charts import attention_peaks_chart
+
+    peaks = measure_peaks((128, 256, 512), head_dim=16, heads=1)
+    label, spec = _chart(attention_peaks_chart(peaks))
+    ns = [p.seq_len for p in peaks]
+    std = [p.standard_peak_bytes for p in peaks]
+    assert f"as N to the {growth_exponent(ns, std):.2f}" in label
+    assert f"{std[-1] / peaks[-1].sdpa_peak_bytes:.0f} times SDPA's" in label
+    drawn = {(r["series"], r["x"]): r["y"] for r in spec["data"]["values"]}
+    assert drawn[("SDPA", 512)] == peaks[-1].sdpa_peak_bytes / 2**20
+    with pytest.raises(ValueError, match="two sequence lengths"):
+        attention_peaks_chart(peaks[:1])

@@ -43,6 +43,42 @@ def test_the_sweep_reaches_past_the_caches_and_names_what_the_kernel_reports(pag
     values = page.values()
     assert values["inside.sweep_steps"] >= 2
     assert values["inside.sweep_fastest_gbs"] > values["inside.sweep_largest_gbs"]
+    assert "its edge at" in out and '<figure class="gl-chart" data-gl-chart>' in out
+
+
+def test_the_l2_claim_sets_the_steps_edge_not_its_span_beside_the_l2_size(page):
+    values = page.values()
+    if "inside.l2_edge_factor" not in values:
+        pytest.skip("no L2 size reported, or no step: the page makes no L2 claim")
+    edge, l2 = values["inside.l2_edge_mib"], values["inside.l2_mib"]
+    assert values["inside.l2_edge_factor"] == pytest.approx(max(edge / l2, l2 / edge))
+    (c,) = [c for c in page.claims if "inside.l2_edge_factor" in c.rule]
+    assert c.rule == "inside.l2_edge_factor <= 2"
+
+
+def test_the_sweep_says_what_it_shows_of_l1_and_l3_in_measured_words(page):
+    out = page.printed["inside-sweep"]
+    if "Caches the kernel reports" not in out:
+        pytest.skip("the kernel reports no CPU caches here (a GPU build or not Linux)")
+    assert "L1 shows up too" in out or "shows no step of its own here" in out
+    assert "L3" in out.split("Caches the kernel reports", 1)[1]
+
+
+def test_the_tensor_core_table_and_the_waves_use_the_cited_tile(page):
+    from gpulesson.inside import limits
+
+    table = page.printed["inside-tensor-cores"]
+    assert limits.tensor_core_source() in table
+    tile_m, tile_n = limits.cublas_tiles()[0]
+    assert f"{tile_m} x {tile_n}" in table
+    tiles = (4096 // tile_m) * (4096 // tile_n)
+    assert f"| NVIDIA H100 SXM5 | 132 | {tiles} |" in page.printed["inside-waves"]
+
+
+def test_the_attention_peaks_have_a_chart_with_their_numbers(page):
+    out = page.printed["inside-attention-peaks"]
+    assert '<figure class="gl-chart" data-gl-chart>' in out
+    assert "times SDPA's" in out
 
 
 def test_the_attention_peaks_are_measured_at_four_lengths(page):

@@ -11,16 +11,18 @@ in one thread, so the caches are one core's, timed by the thread's CPU time on a
 busy machine's time slices spent elsewhere do not count) and by the wall clock between
 barriers on a GPU. While the working set fits a cache, the read
 runs at that cache's speed; past it, it drops to the next level's. :func:`find_steps`
-finds those drops.
+finds those drops, and where each one's edge lies: the size at which the bandwidth has
+fallen halfway from the fast level to the slow one, interpolated on the log size axis.
 
 >>> points = tuple(SweepPoint(working_set_bytes=2**k, bytes_per_s=bw)
 ...                for k, bw in zip(range(14, 22), (9, 9, 9, 4, 4, 4, 4, 4)))
->>> [s.after_bytes for s in find_steps(points)]
-[131072]
+>>> [(s.before_bytes, s.after_bytes, math.log2(s.edge_bytes)) for s in find_steps(points)]
+[(16384, 131072, 16.5)]
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -53,12 +55,18 @@ class SweepPoint:
 
 @dataclass(frozen=True, kw_only=True)
 class Step:
-    """A bandwidth drop: from the last size before it to the first size after it."""
+    """A bandwidth drop: from the last size before it to the first size after it.
+
+    A drop that fades over several sizes, or two neighbouring drops, make a step that spans
+    many sizes; ``edge_bytes`` says where in that span the bandwidth halved its way down
+    (:func:`edge_size`), which is the figure to set beside a cache's size.
+    """
 
     before_bytes: int
     after_bytes: int
     before_bytes_per_s: float
     after_bytes_per_s: float
+    edge_bytes: float
 
     @property
     def ratio(self) -> float:
@@ -115,6 +123,35 @@ def smoothed(points: Sequence[SweepPoint]) -> list[SweepPoint]:
     return out
 
 
+def edge_size(points: Sequence[SweepPoint]) -> float:
+    """Where a drop's edge lies: the size at which the bandwidth first falls below halfway
+    from the first point's to the slowest point's, interpolated on a log size axis.
+
+    The midpoint of the two levels, not the last fast or first slow size, so the edge of a
+    drop that fades over many sizes is one size, not a span:
+
+    >>> pts = [SweepPoint(working_set_bytes=2**k, bytes_per_s=b)
+    ...        for k, b in zip(range(10, 15), (10.0, 10.0, 8.0, 4.0, 2.0))]
+    >>> edge_size(pts) == 2 ** 12.5
+    True
+    """
+    if len(points) < 2:
+        raise ValueError("a drop's edge needs at least two points, a fast one and a slow one")
+    fast = points[0].bytes_per_s
+    slow = min(p.bytes_per_s for p in points)
+    if not fast > slow:
+        raise ValueError(f"no drop: the bandwidth never falls below the first point's {fast!r}")
+    half = (fast + slow) / 2
+    for a, b in zip(points, points[1:], strict=False):
+        if a.bytes_per_s >= half > b.bytes_per_s:
+            t = (a.bytes_per_s - half) / (a.bytes_per_s - b.bytes_per_s)
+            lo, hi = math.log2(a.working_set_bytes), math.log2(b.working_set_bytes)
+            return 2 ** (lo + t * (hi - lo))
+    raise AssertionError(
+        "unreachable: the slowest point lies below the midpoint"
+    )  # pragma: no cover
+
+
 def find_steps(
     points: Sequence[SweepPoint], ratio: float = STEP_RATIO, span: int = STEP_SPAN
 ) -> tuple[Step, ...]:
@@ -150,6 +187,7 @@ def find_steps(
                     after_bytes=pts[last].working_set_bytes,
                     before_bytes_per_s=pts[first].bytes_per_s,
                     after_bytes_per_s=pts[last].bytes_per_s,
+                    edge_bytes=edge_size(pts[first : last + 1]),
                 )
             )
         run = [i] if i is not None else []
@@ -275,25 +313,35 @@ def l2_size_bytes(device: str) -> int | None:
     return next((c.size_bytes for c in cpu_caches() if c.level == 2), None)
 
 
-def nearest_step_factor(steps: Sequence[Step], size_bytes: int) -> float | None:
-    """How far ``size_bytes`` lies from the nearest step's span, as a factor (>= 1).
+def nearest_edge(steps: Sequence[Step], size_bytes: float) -> Step | None:
+    """The step whose edge lies nearest ``size_bytes`` on a log axis; None without steps.
 
-    A step spans the sizes from its last fast one to its first slow one; a size inside that
-    span is 1.0 away, one below it ``before / size``, one above it ``size / after``.
-
-    >>> s = Step(before_bytes=2**18, after_bytes=2**19, before_bytes_per_s=2.0,
-    ...          after_bytes_per_s=1.0)
-    >>> nearest_step_factor([s], 2**20), nearest_step_factor([s], 2**18), nearest_step_factor([], 1)
-    (2.0, 1.0, None)
+    >>> a = Step(before_bytes=1, after_bytes=4, before_bytes_per_s=2.0, after_bytes_per_s=1.0,
+    ...          edge_bytes=2)
+    >>> b = Step(before_bytes=64, after_bytes=256, before_bytes_per_s=1.0,
+    ...          after_bytes_per_s=0.5, edge_bytes=128)
+    >>> nearest_edge([a, b], 100).edge_bytes, nearest_edge([], 100)
+    (128, None)
     """
+    if size_bytes <= 0:
+        raise ValueError(f"size_bytes={size_bytes!r}: a cache size is positive")
     if not steps:
         return None
+    return min(steps, key=lambda s: abs(math.log(s.edge_bytes / size_bytes)))
 
-    def away(s: Step) -> float:
-        if size_bytes < s.before_bytes:
-            return s.before_bytes / size_bytes
-        if size_bytes > s.after_bytes:
-            return size_bytes / s.after_bytes
-        return 1.0
 
-    return min(away(s) for s in steps)
+def nearest_edge_factor(steps: Sequence[Step], size_bytes: float) -> float | None:
+    """How far ``size_bytes`` lies from the nearest step's edge, as a factor (>= 1).
+
+    ``max(edge / size, size / edge)`` for the step whose edge is nearest; None without steps.
+    An edge at 8x the size is 8.0 away, however wide the step's span:
+
+    >>> s = Step(before_bytes=2**10, after_bytes=2**30, before_bytes_per_s=2.0,
+    ...          after_bytes_per_s=1.0, edge_bytes=2**23)
+    >>> nearest_edge_factor([s], 2**20), nearest_edge_factor([s], 2**24), nearest_edge_factor([], 1)
+    (8.0, 2.0, None)
+    """
+    step = nearest_edge(steps, size_bytes)
+    if step is None:
+        return None
+    return max(step.edge_bytes / size_bytes, size_bytes / step.edge_bytes)

@@ -144,3 +144,58 @@ def gpus() -> tuple[GpuLimits, ...]:
     ['t4', 'a100-80gb']
     """
     return tuple(gpu(i) for i in raw()["gpus"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorCoreMultiple:
+    """The dimension multiple at which tensor cores run a matmul most efficiently, per dtype."""
+
+    dtype: str
+    bytes_per_element: int
+    elements: int
+    a100_elements: int
+    source: str
+
+    @property
+    def bytes(self) -> int:
+        """The multiple in bytes: elements x bytes per element."""
+        return self.elements * self.bytes_per_element
+
+    @property
+    def a100_bytes(self) -> int:
+        """The A100's multiple in bytes."""
+        return self.a100_elements * self.bytes_per_element
+
+
+def tensor_core_multiples() -> tuple[TensorCoreMultiple, ...]:
+    """Per dtype, the M, N, K multiples NVIDIA's matmul guide gives for tensor cores.
+
+    >>> [(m.dtype, m.elements, m.bytes) for m in tensor_core_multiples()][1]
+    ('FP16', 8, 16)
+    """
+    section = raw()["tensor_cores"]
+    return tuple(
+        TensorCoreMultiple(
+            dtype=row["dtype"],
+            bytes_per_element=row["bytes_per_element"],
+            elements=row["elements"],
+            a100_elements=row["a100_elements"],
+            source=section["source"],
+        )
+        for row in section["multiples"]
+    )
+
+
+def cublas_tiles() -> tuple[tuple[int, int], ...]:
+    """cuBLAS's thread-block tiles (output rows, columns), most efficient first, as the
+    matmul guide lists them.
+
+    >>> cublas_tiles()[0], cublas_tiles()[-1]
+    ((256, 128), (64, 64))
+    """
+    return tuple((int(m), int(n)) for m, n in raw()["tensor_cores"]["cublas_tiles"])
+
+
+def tensor_core_source() -> str:
+    """The URL the tensor-core multiples and the tile list come from."""
+    return source_url(raw()["tensor_cores"]["source"])

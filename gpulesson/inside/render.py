@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from gpulesson.inside import limits
 from gpulesson.inside.attention_io import AttentionPeak, AttentionTime
-from gpulesson.inside.cache_sweep import CacheLevel, Sweep
+from gpulesson.inside.cache_sweep import CacheLevel, Step, Sweep, nearest_edge
 from gpulesson.inside.occupancy import Occupancy
 from gpulesson.inside.strided import StrideSweep
 from gpulesson.inside.waves import Waves
@@ -98,7 +98,7 @@ def sweep_markdown(sweep: Sweep, caches: Sequence[CacheLevel]) -> str:
         found = "; ".join(
             f"{_size(s.before_bytes)} to {_size(s.after_bytes)} "
             f"({s.before_bytes_per_s / 1e9:.0f} to {s.after_bytes_per_s / 1e9:.0f} GB/s, "
-            f"{s.ratio:.1f}x)"
+            f"{s.ratio:.1f}x), its edge at {_size(s.edge_bytes)}"
             for s in sweep.steps
         )
         lines.append(f"Steps found: {found}.")
@@ -107,6 +107,105 @@ def sweep_markdown(sweep: Sweep, caches: Sequence[CacheLevel]) -> str:
     if caches:
         reported = ", ".join(f"L{c.level} {_size(c.size_bytes)}" for c in caches)
         lines.append(f"Caches the kernel reports for cpu0: {reported}.")
+        lines.append("")
+        lines.append(levels_sentences(sweep.steps, caches, sweep.points[-1].working_set_bytes))
+    return "\n".join(lines)
+
+
+def levels_sentences(
+    steps: Sequence[Step], caches: Sequence[CacheLevel], largest_bytes: int
+) -> str:
+    """What the sweep shows of L1 and L3, the levels the page does not claim: a step whose
+    edge lies within a factor of two of the level's reported size, or none.
+
+    >>> l1 = CacheLevel(level=1, kind="Data", size_bytes=48 * 1024)
+    >>> edge = Step(before_bytes=32 * 1024, after_bytes=64 * 1024, before_bytes_per_s=1.8e11,
+    ...             after_bytes_per_s=1.2e11, edge_bytes=53 * 1024)
+    >>> levels_sentences([edge], [l1], 2**27)[:61]
+    'L1 shows up too: the sweep has a step with its edge at 53 KiB'
+    >>> levels_sentences([], [l1], 2**27)[:45]
+    'L1 (48 KiB) shows no step of its own here: no'
+    """
+    out = []
+    l1 = next((c for c in caches if c.level == 1), None)
+    if l1 is not None:
+        step = nearest_edge(steps, l1.size_bytes)
+        factor = _factor(step, l1.size_bytes)
+        if step is not None and factor <= 2:
+            out.append(
+                f"L1 shows up too: the sweep has a step with its edge at {_size(step.edge_bytes)}, "
+                f"{factor:.2f}x from the {_size(l1.size_bytes)} L1 data cache the kernel reports, "
+                f"where the bandwidth falls from {step.before_bytes_per_s / 1e9:.0f} to "
+                f"{step.after_bytes_per_s / 1e9:.0f} GB/s."
+            )
+        else:
+            nearest = (
+                f"the nearest step edge is {factor:.1f}x from it" if step else "no step was found"
+            )
+            out.append(
+                f"L1 ({_size(l1.size_bytes)}) shows no step of its own here: {nearest}; reads "
+                "that fit it are hidden under each call's fixed overhead on this machine."
+            )
+    l3 = next((c for c in caches if c.level == 3), None)
+    if l3 is not None:
+        step = nearest_edge(steps, l3.size_bytes)
+        factor = _factor(step, l3.size_bytes)
+        beyond = (
+            f" (the largest size swept is {_size(largest_bytes)})"
+            if largest_bytes < l3.size_bytes
+            else ""
+        )
+        if step is not None and factor <= 2:
+            out.append(
+                f"A step's edge, at {_size(step.edge_bytes)}, also lies {factor:.2f}x from the "
+                f"{_size(l3.size_bytes)} L3 the kernel reports; the page still does not claim "
+                "L3: the whole host shares it, and other tenants' work fills it."
+            )
+        else:
+            nearest = f"the nearest step edge lies {factor:.0f}x from it" if step else "no step"
+            out.append(
+                f"L3 is not claimed: the kernel reports {_size(l3.size_bytes)}, shared by the "
+                f"whole host and filled by other tenants' work, and {nearest}{beyond}."
+            )
+    return " ".join(out)
+
+
+def _factor(step: Step | None, size_bytes: int) -> float:
+    if step is None:
+        return float("inf")
+    return max(step.edge_bytes / size_bytes, size_bytes / step.edge_bytes)
+
+
+def tensor_cores_markdown() -> str:
+    """The dimension multiples for tensor cores per dtype, and cuBLAS's tiles, from the
+    cited guide (``gpu_limits.json``), in elements and in bytes.
+
+    >>> print(tensor_cores_markdown().splitlines()[3])
+    | FP16 | 2 | 8 | 16 | 64 | 128 |
+    """
+    lines = [
+        "| data type | bytes per element | most efficient multiple of M, N, K (elements) "
+        "| (bytes) | on the A100 (elements) | (bytes) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for m in limits.tensor_core_multiples():
+        lines.append(
+            f"| {inert(m.dtype)} | {m.bytes_per_element} | {m.elements} | {m.bytes} "
+            f"| {m.a100_elements} | {m.a100_bytes} |"
+        )
+    tiles = ", ".join(f"{a} x {b}" for a, b in limits.cublas_tiles())
+    lines.append("")
+    rows = limits.tensor_core_multiples()
+    if len({m.bytes for m in rows}) == 1 and len({m.a100_bytes for m in rows}) == 1:
+        lines.append(
+            f"In bytes every data type's multiple is the same, {rows[0].bytes} bytes "
+            f"({rows[0].a100_bytes} on the A100): the requirement is a width in bytes."
+        )
+    lines.append(
+        f"cuBLAS's thread-block tiles (output rows x columns), most efficient first: {tiles}. "
+        f"Source: [NVIDIA, Matrix Multiplication Background]({limits.tensor_core_source()}) "
+        "(tensor core requirements; typical tile dimensions in cuBLAS)."
+    )
     return "\n".join(lines)
 
 
