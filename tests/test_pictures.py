@@ -10,6 +10,7 @@ Every figure is well-formed SVG with a text alternative, and escapes what it is 
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -137,6 +138,64 @@ def test_the_pipeline_diagram_refuses_a_bubble_it_does_not_draw():
         diagrams.pipeline_diagram(s, bubble=bubble_fraction(stages=4, microbatches=16))
     with pytest.raises(ValueError, match="stages=0"):
         diagrams.pipeline_schedule("1f1b", stages=0, microbatches=4)
+
+
+def _cells(lab: str) -> list[dict[str, str]]:
+    """Each cell of the pipeline lab: its attributes and its figure's HTML."""
+    found = re.findall(r'<div class="gl-pipeline-cell" ([^>]*)>(.*?</figure>)</div>', lab)
+    return [
+        {
+            **dict(re.findall(r'([\w-]+)="([^"]*)"', attrs)),
+            "figure": fig,
+            "hidden": " hidden" in f" {attrs}",
+        }
+        for attrs, fig in found
+    ]
+
+
+def test_every_cell_of_the_pipeline_lab_draws_the_pages_bubble():
+    lab = diagrams.pipeline_lab()
+    cells = _cells(lab)
+    grid = [(p, m) for p in diagrams.LAB_STAGES for m in diagrams.LAB_MICROBATCHES]
+    assert [(int(c["data-stages"]), int(c["data-microbatches"])) for c in cells] == grid
+    for c in cells:
+        p, m = int(c["data-stages"]), int(c["data-microbatches"])
+        bubble = bubble_fraction(stages=p, microbatches=m)
+        assert float(c["data-bubble"]) == bubble  # the page's formula, to the last bit
+        assert c["data-bubble-text"] == f"{bubble:.1%}"
+        (label,) = _label(c["figure"])
+        assert c["data-status"] == html.escape(diagrams.lab_status(p, m))
+        assert f"bubble {bubble:.1%}." in diagrams.lab_status(p, m)
+        stages, micro = (
+            ("stage" if p == 1 else "stages"),
+            ("micro-batch" if m == 1 else "micro-batches"),
+        )
+        assert f"Pipeline schedules for {p} {stages} and {m} {micro}" in label
+        assert f"gives {bubble:.1%}" in label and label.count(f"idles {bubble:.1%}") == 2
+        for name in diagrams.SCHEDULES:  # the simulation the figure draws idles that share
+            s = diagrams.pipeline_schedule(name, stages=p, microbatches=m)
+            assert s.bubble_share == pytest.approx(bubble, abs=1e-12)
+        assert c["hidden"] == ((p, m) != diagrams.LAB_DEFAULT)
+
+
+def test_the_pipeline_labs_controls_are_labelled_selects_hidden_without_script():
+    lab = diagrams.pipeline_lab()
+    controls = lab.split('<div class="gl-pipeline-controls" hidden>', 1)[1].split("</div>", 1)[0]
+    for label, name, values in (
+        ("Stages", "stages", diagrams.LAB_STAGES),
+        ("Micro-batches", "microbatches", diagrams.LAB_MICROBATCHES),
+    ):
+        select = re.search(
+            f'<label for="gl-pipeline-{name}">{label}</label> '
+            f'<select id="gl-pipeline-{name}" name="{name}">(.*?)</select>',
+            controls,
+        )
+        assert select, label
+        assert re.findall(r'value="(\d+)"', select[1]) == [str(v) for v in values]
+    assert '<option value="4" selected>' in controls and '<option value="8" selected>' in controls
+    assert "<script" not in lab and not re.search(r"\son[a-z]+=", lab)
+    with pytest.raises(ValueError, match="not a cell of the grid"):
+        diagrams.pipeline_lab((2, 4), (1, 2), (8, 2))
 
 
 @pytest.mark.parametrize("gpus", [2, 3, 4, 8])

@@ -10,6 +10,10 @@ prints, then drawn as SVG (:mod:`gpulesson.timing.figures`):
   stages (GPipe: all forwards, then all backwards; 1F1B: one forward, one backward once
   the pipeline is full), each op one time unit, as soon as its inputs are ready; the idle
   share equals :func:`gpulesson.memory.parallel.bubble_fraction`.
+* :func:`pipeline_lab` draws both schedules for every cell of a small grid of stage and
+  micro-batch counts, each checked against the formula, with two selects that
+  ``docs/javascripts/pipeline.js`` uses to show one cell; without JavaScript the default
+  cell shows. The script only shows and hides: the schedules and the bubble are these.
 * :func:`zero_shards` reads what one GPU holds of the weights, gradients and optimizer
   state at each ZeRO stage from the budgets :func:`gpulesson.memory.comm.zero_tradeoffs`
   computes.
@@ -21,10 +25,12 @@ prints, then drawn as SVG (:mod:`gpulesson.timing.figures`):
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpulesson.memory.comm import ZeroRow
+from gpulesson.memory.parallel import bubble_fraction
 from gpulesson.timing import figures
 from gpulesson.timing.figures import _n, rect, text
 
@@ -256,6 +262,55 @@ def pipeline_schedule(name: str, *, stages: int, microbatches: int) -> Schedule:
     return Schedule(name, stages, microbatches, tuple(slots))
 
 
+def _count(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless n is 1: "1 stage", "8 micro-batches".
+
+    >>> _count(1, "micro-batch"), _count(8, "micro-batch"), _count(4, "stage")
+    ('1 micro-batch', '8 micro-batches', '4 stages')
+    """
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}es" if word.endswith(("ch", "sh", "s", "x")) else f"{n} {word}s"
+
+
+def lab_status(stages: int, microbatches: int) -> str:
+    """What the pipeline lab says beside the figure it shows: the formula's bubble.
+
+    >>> lab_status(4, 8)
+    "4 stages and 8 micro-batches: the formula's bubble 27.3%."
+    """
+    bubble = bubble_fraction(stages=stages, microbatches=microbatches)
+    return (
+        f"{_count(stages, 'stage')} and {_count(microbatches, 'micro-batch')}: the formula's "
+        f"bubble {bubble:.1%}."
+    )
+
+
+def _lane_ops(
+    sched: Schedule, label: str, stage: int, x0: float, y: float, unit: float, row_h: float
+) -> str:
+    """One stage's boxes as one path per kind (with a hover title), and their micro-batch
+    numbers as one text: compact enough that a page can carry a grid of these diagrams."""
+    slots = sorted((s for s in sched.slots if s.stage == stage), key=lambda s: s.start)
+    parts = []
+    for kind, cls in (("forward", "gl-k0"), ("backward", "gl-k1")):
+        mine = [s for s in slots if s.kind == kind]
+        d = "".join(
+            f"M{_n(x0 + s.start * unit + 0.5)} {_n(y + 2)}h{_n(unit - 1)}v{_n(row_h - 4)}"
+            f"h{_n(1 - unit)}z"
+            for s in mine
+        )
+        tip = f"{label} stage {stage}: {kind} of micro-batch" + (
+            f"es 0 to {len(mine) - 1}" if len(mine) > 1 else " 0"
+        )
+        parts.append(f'<path d="{d}" class="{cls}"><title>{html.escape(tip)}</title></path>')
+    numbers = "".join(
+        f'<tspan x="{_n(x0 + s.start * unit + unit / 2)}">{s.microbatch}</tspan>' for s in slots
+    )
+    parts.append(f'<text y="{_n(y + 14)}" text-anchor="middle" class="gl-fig-on">{numbers}</text>')
+    return "".join(parts)
+
+
 def pipeline_diagram(schedules: Sequence[Schedule], *, bubble: float) -> str:
     """Each schedule as a timeline: a row per stage, forward and backward boxes numbered by
     micro-batch, idle time left empty; ``bubble`` is the page's formula, checked here."""
@@ -282,32 +337,29 @@ def pipeline_diagram(schedules: Sequence[Schedule], *, bubble: float) -> str:
             text(
                 x0,
                 y + 4,
-                f"{label}: bubble {sched.bubble_share:.1%}, up to {most} micro-batches in flight",
+                f"{label}: bubble {sched.bubble_share:.1%}, up to {_count(most, 'micro-batch')} "
+                "in flight",
             )
         )
         y += 10
         for st in range(p):
             parts.append(text(x0 - 8, y + st * row_h + 14, f"stage {st}", anchor="end"))
             parts.append(rect(x0, y + st * row_h + 1, span * unit, row_h - 2, "gl-lane"))
-        for slot in sched.slots:
-            cls = "gl-k0" if slot.kind == "forward" else "gl-k1"
-            sx, sy = x0 + slot.start * unit, y + slot.stage * row_h
-            tip = f"{label} stage {slot.stage}: {slot.kind} of micro-batch {slot.microbatch}"
-            parts.append(rect(sx + 0.5, sy + 2, unit - 1, row_h - 4, cls, tip))
-            parts.append(
-                text(sx + unit / 2, sy + 14, str(slot.microbatch), anchor="middle", cls="gl-fig-on")
-            )
+        for st in range(p):
+            parts.append(_lane_ops(sched, label, st, x0, y + st * row_h, unit, row_h))
         y += p * row_h + 22
     parts.append(
         text(x0, y, f"time, in units of one stage's forward (= its backward); {span} units")
     )
     description = (
-        f"Pipeline schedules for {p} stages and {m} micro-batches, each forward and backward one "
+        f"Pipeline schedules for {_count(p, 'stage')} and {_count(m, 'micro-batch')}, each "
+        "forward and backward one "
         f"time unit: "
         + "; ".join(
             f"{'GPipe' if s.name == 'gpipe' else '1F1B'} takes {s.makespan} units and idles "
             f"{s.bubble_share:.1%} of the stage-time, with up to "
-            f"{max(s.in_flight(st) for st in range(p))} micro-batches in flight on stage 0"
+            f"{_count(max(s.in_flight(st) for st in range(p)), 'micro-batch')} in flight on "
+            "stage 0"
             for s in schedules
         )
         + f". The bubble formula (p-1)/(m+p-1) gives {bubble:.1%}."
@@ -316,9 +368,65 @@ def pipeline_diagram(schedules: Sequence[Schedule], *, bubble: float) -> str:
         "".join(parts),
         width=figures.WIDTH_PX,
         height=y + 12,
-        title=f"GPipe and 1F1B on {p} stages, {m} micro-batches",
+        title=f"GPipe and 1F1B on {_count(p, 'stage')}, {_count(m, 'micro-batch')}",
         description=description,
     )
+
+
+LAB_STAGES = (2, 4, 8)
+LAB_MICROBATCHES = (1, 2, 4, 8, 16)
+LAB_DEFAULT = (4, 8)
+
+
+def _select(name: str, label: str, values: Sequence[int], chosen: int) -> str:
+    options = "".join(
+        f'<option value="{v}"{" selected" if v == chosen else ""}>{v}</option>' for v in values
+    )
+    return (
+        f'<span><label for="gl-pipeline-{name}">{label}</label> '
+        f'<select id="gl-pipeline-{name}" name="{name}">{options}</select></span>'
+    )
+
+
+def pipeline_lab(
+    stages: Sequence[int] = LAB_STAGES,
+    microbatches: Sequence[int] = LAB_MICROBATCHES,
+    default: tuple[int, int] = LAB_DEFAULT,
+) -> str:
+    """GPipe and 1F1B for every (stages, micro-batches) in the grid, one figure per cell, and
+    the two selects that pick a cell; one line of HTML.
+
+    Each cell carries its bubble (``bubble_fraction``, which :func:`pipeline_diagram` checks
+    the simulation against) as ``data-bubble``; every cell but ``default`` is ``hidden``, and
+    so are the selects, which ``docs/javascripts/pipeline.js`` shows and wires up.
+
+    >>> lab = pipeline_lab((2, 4), (1, 8), (4, 8))
+    >>> lab.count('class="gl-pipeline-cell"'), lab.count(" hidden>"), 'data-bubble="0.2727' in lab
+    (4, 4, True)
+    """
+    if default[0] not in stages or default[1] not in microbatches:
+        raise ValueError(f"default={default!r} is not a cell of the grid {stages} x {microbatches}")
+    cells = []
+    for p in stages:
+        for m in microbatches:
+            bubble = bubble_fraction(stages=p, microbatches=m)
+            schedules = [pipeline_schedule(n, stages=p, microbatches=m) for n in SCHEDULES]
+            shown = "" if (p, m) == tuple(default) else " hidden"
+            cells.append(
+                f'<div class="gl-pipeline-cell" data-stages="{p}" data-microbatches="{m}" '
+                f'data-bubble="{bubble!r}" data-bubble-text="{bubble:.1%}" '
+                f'data-status="{html.escape(lab_status(p, m))}"{shown}>'
+                f"{pipeline_diagram(schedules, bubble=bubble)}</div>"
+            )
+    note = html.escape(lab_status(*default))
+    controls = (
+        '<div class="gl-pipeline-controls" hidden>'
+        + _select("stages", "Stages", stages, default[0])
+        + " "
+        + _select("microbatches", "Micro-batches", microbatches, default[1])
+        + f' <output class="gl-pipeline-status" aria-live="polite">{note}</output></div>'
+    )
+    return f'<div class="gl-pipeline-lab">{controls}{"".join(cells)}</div>'
 
 
 TERMS = (
