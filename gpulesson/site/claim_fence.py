@@ -1,13 +1,12 @@
 """Claims and described sentences written as Markdown in the lesson, not as Python strings.
 
-A lesson states what its numbers show in a fenced block whose body is the sentence, in
-Markdown, with ``{fact.name:format}`` fields filled from the page's facts
-(:mod:`gpulesson.site.facts`), and whose options say how it is checked::
-
-    ```claim rule="timing.naive_x > 10 * timing.honest_x"
-    On this machine the naive stopwatch reads {timing.naive_x:.0f}x, more than ten
-    times the honest {timing.honest_x:.1f}x.
-    ```
+A lesson states what its numbers show in a fenced block (three backticks) whose info string
+is ``claim rule="..."`` and whose body is the sentence, in Markdown, with
+``{fact.name:format}`` fields filled from the page's facts (:mod:`gpulesson.site.facts`);
+CONTRIBUTING.md ("Checked claims and described sentences") shows one in full. For example
+the info string ``claim rule="timing.naive_x > 10 * timing.honest_x"`` over the body
+"On this machine the naive stopwatch reads {timing.naive_x:.0f}x, more than ten times the
+honest {timing.honest_x:.1f}x." The options say how it is checked:
 
 * ``rule`` (required): the check, an expression over fact names
   (:func:`gpulesson.site.claims.check_rule`); it must read at least one measured or
@@ -20,11 +19,9 @@ Markdown, with ``{fact.name:format}`` fields filled from the page's facts
   CPU (a block publishes a fact or not; a claim never branches).
 
 A sentence that follows whatever was measured, or whose numbers are constants or
-arithmetic on them, is not a check; it is rendered from the facts, with no mark::
-
-    ```describe
-    From batch 1 to {decode.max_batch}, total tokens/s rose {decode.gain:.1f}x.
-    ```
+arithmetic on them, is not a check: a block whose info string is ``describe`` renders its
+body from the facts, with no mark ("From batch 1 to {decode.max_batch}, total tokens/s
+rose {decode.gain:.1f}x.").
 
 ``describe`` takes ``needs="cuda"`` too. Both run in the MkDocs process when the page is
 converted, after the executed blocks above them have published (or replayed from the
