@@ -255,34 +255,58 @@ def test_timing_lab_shows_the_illusion_and_the_honest_number(site_url: str, watc
 
 
 def test_quiz_scores_and_explains_every_option(site_url: str, watched):
+    """The quiz at the end and its predict-then-reveal question, placed before the block
+    that computes the answer, share one score."""
     page = watched.open(site_url + "lessons/where-to-run/")
-    quiz = ".gl-quiz"
+    quiz = '.gl-quiz:not([data-predict])[data-quiz="where-to-run"]'
+    predict = '.gl-quiz[data-predict="where-cost-table"]'
     questions = json.loads(page.get_attribute(quiz, "data-questions"))
-    total = len(questions)
+    (prediction,) = json.loads(page.get_attribute(predict, "data-questions"))
+    total = len(questions) + 1
     right = [o["correct"] for o in questions[0]["options"]].index(True)
     wrong = [o["correct"] for o in questions[1]["options"]].index(False)
+    predicted_right = [o["correct"] for o in prediction["options"]].index(True)
     assert page.is_hidden(".gl-quiz-static")
+    # the prediction stands right before the cost table its block prints, the quiz after it
+    assert page.evaluate(
+        """([p, q]) => {
+        const before = document.querySelector(p), after = document.querySelector(q);
+        const later = (a, b) => a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING;
+        const next = [...document.querySelectorAll("article table")].find(t => later(before, t));
+        return next.innerText.includes("same on spot") && !!later(next, after);
+        }""",
+        [predict, quiz],
+    )
+    moved = page.locator(f"{predict} .gl-question")
+    assert moved.locator(".gl-qnum").inner_text().startswith("Predict")
+    assert not moved.locator(".gl-why").first.is_visible()  # the reveal waits for an answer
+    moved.locator(".gl-option").nth(predicted_right).click()
+    assert moved.locator(".gl-why").nth(predicted_right).is_visible()
+    assert page.inner_text(f'{quiz} [data-out="score"]').startswith(
+        f"1 / {total} answered · 1 correct"
+    )
     first = page.locator(f"{quiz} .gl-question").first
     assert not first.locator(".gl-why").first.is_visible()  # no spoilers before answering
     first.locator(".gl-option").nth(right).click()
     first.locator(".gl-option").nth((right + 1) % 2).click()  # a second click does not count
     score = page.inner_text(f'{quiz} [data-out="score"]')
-    assert score.startswith(f"1 / {total} answered · 1 correct")
+    assert score.startswith(f"2 / {total} answered · 2 correct")
     whys = first.locator(".gl-why")
     assert all(whys.nth(i).is_visible() for i in range(whys.count()))
     second = page.locator(f"{quiz} .gl-question").nth(1)
     second.locator(".gl-option").nth(wrong).click()
     assert page.inner_text(f'{quiz} [data-out="score"]').startswith(
-        f"2 / {total} answered · 1 correct"
+        f"3 / {total} answered · 2 correct"
     )
 
 
 def test_quiz_code_spans_are_code_not_backticks(site_url: str, watched):
     page = watched.open(site_url + "lessons/cuda-errors/")
-    prompts = [q["prompt"] for q in json.loads(page.get_attribute(".gl-quiz", "data-questions"))]
+    quiz = ".gl-quiz:not([data-predict])"
+    prompts = [q["prompt"] for q in json.loads(page.get_attribute(quiz, "data-questions"))]
     with_code = [i for i, prompt in enumerate(prompts) if "`" in prompt]
     assert with_code, "the cuda-errors quiz quotes an error message in a prompt"
-    legend = page.locator(".gl-quiz .gl-question legend").nth(with_code[0])
+    legend = page.locator(f"{quiz} .gl-question legend").nth(with_code[0])
     assert legend.locator("code").count() >= 1 and "`" not in legend.inner_text()
 
 

@@ -113,7 +113,7 @@ QUIZ_CASES = [
     (
         "questions:\n  - Why?\n",
         "docs/lessons/demo.quiz.yml: question 1: expected fields "
-        "(prompt, options, facts, values), got 'Why?'",
+        "(prompt, options, facts, values, before), got 'Why?'",
     ),
     (
         QUIZ.replace("prompt: First question?", "prompt: 42"),
@@ -149,6 +149,20 @@ QUIZ_CASES = [
         QUIZ.replace("        correct: true\n", "        1: true\n"),
         'options: 1 ("Right"): 1: a field name must be text: put it in quotes',
     ),
+    (
+        QUIZ.replace("    options:", "    before: [demo-x]\n    options:"),
+        "question 1 (\"First question?\"): before: must be text, not ['demo-x']: put it in quotes",
+    ),
+    (
+        QUIZ.replace("    options:", '    before: "demo x"\n    options:'),
+        "before: 'demo x' is not a block id: name the id of the lesson's executed block",
+    ),
+    (
+        QUIZ.replace("    options:", "    before: demo-x\n    options:"),
+        "question 1 (\"First question?\"): before: no executed block with id 'demo-x' in "
+        'docs/lessons/demo.md: name the id of the ```python exec="on" id="..."``` block '
+        "that computes the answer (the lesson's ids: none)",
+    ),
 ]
 
 
@@ -163,7 +177,7 @@ def test_an_unknown_field_is_named_before_anything_else_in_its_entry(docs):
     text = QUIZ.replace("    options:\n", "    optoins:\n", 1)
     assert _error(docs, "lessons/demo.quiz.yml", text) == (
         'docs/lessons/demo.quiz.yml: question 1 ("First question?"): optoins: unknown field; '
-        "the fields are prompt, options, facts, values"
+        "the fields are prompt, options, facts, values, before"
     )
 
 

@@ -15,6 +15,10 @@ LESSON = """\
 
 A fact from [one][a], [two](https://b.org/two) and [three][c].
 
+```python exec="on" id="demo-figure"
+print("the figure")
+```
+
 ## Sources
 
 - [One][a]
@@ -28,6 +32,7 @@ A fact from [one][a], [two](https://b.org/two) and [three][c].
 QUIZ = """\
 questions:
   - prompt: Predict the figure.
+    before: demo-figure
     facts: [timing.inflation]
     values: gpulesson.site.quiz_values:decades
     options:
@@ -87,12 +92,41 @@ def test_a_quiz_of_two_questions_with_two_options_and_no_prediction_breaks_three
     quiz = quiz.replace("    facts: [timing.inflation]\n", "").replace(
         "    values: gpulesson.site.quiz_values:decades\n", ""
     )
-    (docs / "lessons" / "demo.quiz.yml").write_text(quiz)
+    (docs / "lessons" / "demo.quiz.yml").write_text(quiz.replace("    before: demo-figure\n", ""))
     found = _problems(docs)
     assert any("questions: 2; a lesson's quiz has at least 3" in p for p in found)
     assert any('question 1 ("Predict the figure."): options: 2;' in p for p in found)
-    assert any("none asks the reader to predict a number" in p for p in found)
+    assert (
+        "docs/lessons/demo.quiz.yml: questions: none is a predict-then-reveal question; every "
+        "quiz asks the reader to predict a number before the block that computes it: give one "
+        "question before: <block id> and the facts: and values: that block publishes (see "
+        'CONTRIBUTING.md, "Quizzes and the glossary")'
+    ) in found
     assert all(p.startswith("docs/lessons/demo.quiz.yml: ") for p in found)
+
+
+def test_a_question_that_reads_the_pages_facts_after_the_page_printed_them_is_named(docs):
+    (docs / "lessons" / "demo.quiz.yml").write_text(
+        QUIZ.format(options=OPTIONS).replace("    before: demo-figure\n", "")
+    )
+    assert _problems(docs) == [
+        'docs/lessons/demo.quiz.yml: question 1 ("Predict the figure."): before: missing; a '
+        "question that reads the page's facts asks for a number the page computes, so it "
+        "stands before the block that computes it, never after: add before: <that block's id>",
+        "docs/lessons/demo.quiz.yml: questions: none is a predict-then-reveal question; every "
+        "quiz asks the reader to predict a number before the block that computes it: give one "
+        "question before: <block id> and the facts: and values: that block publishes (see "
+        'CONTRIBUTING.md, "Quizzes and the glossary")',
+    ]
+
+
+def test_a_prediction_without_facts_does_not_count_as_predict_then_reveal(docs):
+    quiz = QUIZ.format(options=OPTIONS).replace("    facts: [timing.inflation]\n", "")
+    quiz = quiz.replace("    values: gpulesson.site.quiz_values:decades\n", "")
+    (docs / "lessons" / "demo.quiz.yml").write_text(quiz)
+    assert [p.split(";")[0] for p in _problems(docs)] == [
+        "docs/lessons/demo.quiz.yml: questions: none is a predict-then-reveal question"
+    ]
 
 
 def test_a_source_never_cited_in_the_body_is_named(docs):
@@ -107,7 +141,8 @@ def test_a_source_never_cited_in_the_body_is_named(docs):
 def test_fewer_than_three_sources_or_no_sources_section_is_named(docs):
     (docs / "lessons" / "demo.md").write_text(LESSON.replace("- [Three][c]\n", ""))
     assert any("2 links under ## Sources" in p for p in _problems(docs))
-    (docs / "lessons" / "demo.md").write_text("# Demo\n\n## Exercises\n")
+    exercises = LESSON.split("## Sources")[0] + "## Exercises\n"  # keeps the quiz's block
+    (docs / "lessons" / "demo.md").write_text(exercises)
     assert _problems(docs) == [
         "docs/lessons/demo.md: sources: the last H2 is ['Exercises'], not '## Sources': end "
         "the lesson with a ## Sources list of its links"

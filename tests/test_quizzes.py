@@ -1,7 +1,10 @@
-"""Quizzes: data files beside the lessons, checked on load, filled from facts."""
+"""Quizzes: data files beside the lessons, checked on load, filled from facts, and their
+predict-then-reveal questions shown before the block that computes the answer."""
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -35,6 +38,7 @@ questions:
 
 TEMPLATED = """\
   - prompt: "About how large is x ({measured})?"
+    before: demo-x
     facts: [demo.x]
     values: gpulesson.site.quiz_values:decades
     options:
@@ -45,6 +49,18 @@ TEMPLATED = """\
         why: "It is {measured}."
       - text: "{tenfold}"
         why: Ten times too large.
+"""
+
+LESSON = """\
+# Demo
+
+Some prose before the block.
+
+```python exec="on" id="demo-x"
+print("x is computed here")
+```
+
+After the block.
 """
 
 GLOSSARY = """\
@@ -62,7 +78,7 @@ def docs(tmp_path: Path):
     """A small docs folder with one lesson, its quiz, a glossary and the course's labs.yml."""
     root = tmp_path / "docs"
     (root / "lessons").mkdir(parents=True)
-    (root / "lessons" / "demo.md").write_text("# Demo\n")
+    (root / "lessons" / "demo.md").write_text(LESSON)
     (root / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ)
     (root / "glossary.yml").write_text(GLOSSARY)
     (root / "labs.yml").write_text((REPO / "docs" / "labs.yml").read_text())
@@ -139,7 +155,8 @@ def _page(src_uri: str) -> SimpleNamespace:
 
 def test_hook_appends_an_uncached_quiz_block_to_lessons_only(monkeypatch):
     monkeypatch.chdir(REPO)
-    lesson = site_labs.on_page_markdown("# T\n\nBody.", _page("lessons/timing.md"), None, None)
+    timing = (REPO / "docs" / "lessons" / "timing.md").read_text(encoding="utf-8")
+    lesson = site_labs.on_page_markdown(timing, _page("lessons/timing.md"), None, None)
     assert site_labs.QUIZ_HEADING in lesson
     assert '```python exec="on" id="quiz-timing" cache="off"' in lesson
     home = site_labs.on_page_markdown("# Home\n", _page("index.md"), None, None)
@@ -192,7 +209,7 @@ def test_an_unknown_field_is_named(docs):
     text = LESSON_QUIZ.replace("  - prompt: First question?", "  - promt: First question?")
     assert _quiz_error(docs, text) == (
         "docs/lessons/demo.quiz.yml: question 1: promt: unknown field; "
-        "the fields are prompt, options, facts, values"
+        "the fields are prompt, options, facts, values, before"
     )
 
 
@@ -282,7 +299,8 @@ def test_hook_reads_the_docs_dir_of_the_config_and_applies_the_lesson_rules(docs
     links = [f"[{n}](https://{n}.org/)" for n in ("a", "b", "c")]
     sources = "\n".join(f"- {link}" for link in links)
     (docs / "lessons" / "demo.md").write_text(
-        f"# Demo\n\nFacts from {', '.join(links)}.\n\n## Sources\n\n{sources}\n"
+        LESSON.replace("Some prose", f"Facts from {', '.join(links)}. Some prose")
+        + f"\n## Sources\n\n{sources}\n"
     )
     site_labs.on_config({"docs_dir": str(docs)})
     assert list(content.current().quizzes) == ["demo"]
@@ -309,9 +327,11 @@ def test_a_templated_question_reads_the_facts_published_on_the_page(docs):
     facts.begin_page("lessons/demo.md")
     with pytest.raises(ValueError, match=r"demo.quiz.yml: question 3 .*facts: no fact 'demo.x'"):
         quizzes.section_markdown("demo")
+    facts.begin_block("demo-x")
     facts.publish("demo.x", 3.0)
+    facts.end_block()
     section = quizzes.section_markdown("demo")
-    assert "**Question 3.** About how large is x (3.00)?" in section
+    assert "**Predict.** About how large is x (3.00)?" in section
     assert "&quot;text&quot;: &quot;3.0&quot;, &quot;correct&quot;: true" in section
     facts.reset()
 
@@ -368,3 +388,225 @@ def test_a_yaml_edit_changes_the_rendered_quiz_with_the_cache_on(docs, tmp_path)
     assert "A changed reason." in second and "Because it is not." not in second
     assert 'class="gl-quiz" data-quiz="demo" data-questions="' in second
     assert "<details" in second  # the static copy's collapsible answers
+
+
+# --- predict-then-reveal questions: placed before the block that computes the answer ------
+
+PREDICT_FORM = "Before running the next block:"
+
+
+def test_every_quiz_has_a_predict_then_reveal_question_placed_before_its_block():
+    """Each quiz asks for a number before the block that computes it, and never after."""
+    course = content.load(REPO / "docs")
+    for stem, questions in course.quizzes.items():
+        lesson = (REPO / "docs" / "lessons" / f"{stem}.md").read_text(encoding="utf-8")
+        blocks = quizzes.executed_block_ids(lesson)
+        predicted = [q for q in questions if q.before]
+        assert any(q.facts for q in predicted), f"{stem}: no predict-then-reveal question"
+        for q in predicted:
+            assert q.before in blocks, (stem, q.before)
+            assert q.prompt.startswith(PREDICT_FORM), (stem, q.prompt)
+            page = quizzes.insert_slots(lesson, [q.before])
+            slot_text = f'data-before="{q.before}"></div>'
+            slot = page.index(slot_text) + len(slot_text)
+            fence_line = page.rindex("\n", 0, page.index(f'id="{q.before}"')) + 1
+            assert page[slot:fence_line].strip() == "", (stem, q.before)  # right before it
+        # a question that reads the page's numbers asks before they are shown
+        assert [q.prompt for q in questions if q.facts and not q.before] == [], stem
+
+
+def test_no_quiz_asks_the_reader_to_recall_a_number_the_page_printed():
+    for stem, questions in content.load(REPO / "docs").quizzes.items():
+        for q in questions:
+            assert "scrolling back" not in q.prompt.lower(), (stem, q.prompt)
+            assert not re.match(r"what (does|is) \w+ (refer|mean)", q.prompt.lower()), q.prompt
+
+
+def test_a_before_that_names_no_block_of_the_lesson_names_file_question_field_and_fix(docs):
+    text = LESSON_QUIZ + TEMPLATED.replace("before: demo-x", "before: demo-y")
+    assert _quiz_error(docs, text) == (
+        'docs/lessons/demo.quiz.yml: question 3 ("About how large is x ({measured})?"): '
+        "before: no executed block with id 'demo-y' in docs/lessons/demo.md: name the id of "
+        'the ```python exec="on" id="..."``` block that computes the answer '
+        "(the lesson's ids: demo-x)"
+    )
+
+
+def test_a_before_that_is_not_an_id_is_refused_by_the_schema(docs):
+    text = LESSON_QUIZ + TEMPLATED.replace("before: demo-x", 'before: "demo x"')
+    assert _quiz_error(docs, text).startswith(
+        'docs/lessons/demo.quiz.yml: question 3 ("About how large is x ({measured})?"): '
+        "before: 'demo x' is not a block id: name the id of the lesson's executed block"
+    )
+
+
+def test_the_block_a_question_stands_before_must_publish_a_fact_it_reads(docs):
+    (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + TEMPLATED)
+    content.configure(docs)
+    facts.reset()
+    facts.begin_page("lessons/demo.md")
+    facts.begin_block("earlier")
+    facts.publish("demo.x", 3.0)
+    facts.end_block()
+    try:
+        with pytest.raises(ValueError) as error:
+            quizzes.page_questions("demo")
+    finally:
+        facts.reset()
+    assert str(error.value) == (
+        'docs/lessons/demo.quiz.yml: question 3 ("About how large is x ({measured})?"): '
+        "before: the block 'demo-x' publishes none of the facts the question reads "
+        "(demo.x by 'earlier'): name the block that computes the answer"
+    )
+
+
+def test_the_section_prints_the_prediction_in_a_wrapper_with_its_static_copy(docs):
+    (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + TEMPLATED)
+    content.configure(docs)
+    section = quizzes.section_markdown("demo", {"demo.x": 1234.5})
+    wrapper, rest = section.split("</div>\n\n</div>\n\n", 1)
+    assert wrapper.startswith('<div class="gl-predict" data-before="demo-x" markdown="block">')
+    assert 'class="gl-quiz" data-quiz="demo" data-predict="demo-x"' in wrapper
+    assert "**Predict.** About how large is x (1,230)?" in wrapper
+    assert '??? success "Answer: B"' in wrapper  # the no-JavaScript reveal
+    assert "x (1,230)" not in rest and "**Question 2.**" in rest and "**Question 3.**" not in rest
+    assert "a question placed in the lesson" in rest  # the end says where the other one is
+
+
+def test_the_hook_moves_the_prediction_before_its_block_in_the_html(docs, monkeypatch):
+    """on_page_markdown leaves a slot, the quiz block prints the question, on_page_content
+    moves it: the question ends up before the block's output, and nowhere else."""
+    (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + TEMPLATED)
+    content.configure(docs)
+    page = _page("lessons/demo.md")
+    lesson = site_labs.on_page_markdown(LESSON, page, None, None)
+    assert lesson.index('<div class="gl-predict-slot" data-before="demo-x">') < lesson.index(
+        'id="demo-x"'
+    )
+    # What markdown-exec makes of the page: the block's output, then the quiz's output.
+    printed = lesson.replace(
+        lesson[lesson.index('```python exec="on" id="demo-x"') : lesson.index("After the block")],
+        "Output of demo-x.\n\n",
+    )
+    quiz_block = printed[printed.index('```python exec="on" id="quiz-demo"') :]
+    quiz_block = quiz_block[: quiz_block.index("```\n", 10) + 4]
+    printed = printed.replace(quiz_block, quizzes.section_markdown("demo", {"demo.x": 2.0}))
+    html = site_labs.on_page_content(_convert(printed), page, None, None)
+    question = html.index('class="gl-predict"')
+    assert html.index("Some prose before the block.") < question < html.index("Output of demo-x.")
+    assert html.count("About how large is x") == 2  # the script's copy and the static one
+    assert "gl-predict-slot" not in html
+    heading = html.index("Check yourself")
+    assert question < heading and html.index("First question?") > heading
+
+
+def test_a_question_with_no_slot_or_a_slot_with_no_question_stops_the_build(docs):
+    (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + TEMPLATED)
+    content.configure(docs)
+    page = _page("lessons/demo.md")
+    rendered = _convert(quizzes.section_markdown("demo", {"demo.x": 2.0}))
+    with pytest.raises(PluginError, match=r"no slot before block 'demo-x'"):
+        site_labs.on_page_content(rendered, page, None, None)
+    slot = '<div class="gl-predict-slot" data-before="demo-x"></div>'
+    with pytest.raises(PluginError, match=r"no question was rendered for the slot .*'demo-x'"):
+        site_labs.on_page_content(f"<p>Intro.</p>\n{slot}\n", page, None, None)
+    with pytest.raises(PluginError, match=r"demo.quiz.yml: before: no executed block with id"):
+        site_labs.on_page_markdown("# Demo, its block gone\n", page, None, None)
+
+
+def test_the_course_quiz_leaves_a_slot_before_every_predicted_block(monkeypatch):
+    monkeypatch.chdir(REPO)
+    for stem, questions in content.load(REPO / "docs").quizzes.items():
+        lesson = (REPO / "docs" / "lessons" / f"{stem}.md").read_text(encoding="utf-8")
+        page = site_labs.on_page_markdown(lesson, _page(f"lessons/{stem}.md"), None, None)
+        for q in questions:
+            if q.before:
+                slot = page.index(f'<div class="gl-predict-slot" data-before="{q.before}">')
+                assert slot < page.index(f'id="{q.before}"'), (stem, q.before)
+
+
+# --- a real strict build: the question's element comes before the block's output ------------
+
+FIXTURE_MKDOCS = """\
+site_name: fixture
+strict: true
+hooks:
+  - gpulesson/site/hooks.py
+  - gpulesson/site/labs_hook.py
+plugins:
+  - markdown-exec:
+      languages: [bash, console, pycon]
+markdown_extensions:
+  - abbr
+  - admonition
+  - attr_list
+  - md_in_html
+  - tables
+  - pymdownx.details
+  - pymdownx.superfences
+"""
+
+FIXTURE_LESSON = """\
+# Demo
+
+Sources: [one](https://a.org/one), [two](https://b.org/two), [three](https://c.org/three).
+
+!!! note "Inside an admonition"
+    Prose before the block.
+
+    ```python exec="on" id="demo-x"
+    from gpulesson.site import facts
+
+    facts.publish("demo.x", 1234.5, kind=facts.PREDICTED)
+    print("THE BLOCK'S OUTPUT")
+    ```
+
+After the block.
+
+## Sources
+
+- [One](https://a.org/one)
+- [Two](https://b.org/two)
+- [Three](https://c.org/three)
+"""
+
+
+def test_a_real_build_shows_the_prediction_before_the_block_that_computes_it(tmp_path):
+    from tests.test_exec_cache import _project, _run_build
+
+    project = _project(tmp_path, {"index.md": "# Home\n"})
+    (project / "mkdocs.yml").write_text(FIXTURE_MKDOCS)
+    docs = project / "docs"
+    (docs / "lessons").mkdir()
+    (docs / "lessons" / "demo.md").write_text(FIXTURE_LESSON)
+    third = "      - text: To waste time\n        why: Quizzes are not filler.\n"
+    (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + third + TEMPLATED)
+    (docs / "glossary.yml").write_text(GLOSSARY)
+    shutil.copy(REPO / "docs" / "labs.yml", docs / "labs.yml")
+    result = _run_build(project, tmp_path / "cache")
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = (project / "site" / "lessons" / "demo" / "index.html").read_text()
+    question = html.index('class="gl-predict"')
+    assert html.index("Prose before the block.") < question < html.index("THE BLOCK'S OUTPUT")
+    assert "About how large is x (1,230)?" in html[question : html.index("THE BLOCK")]
+    assert html.index('id="check-yourself"') > html.index("After the block.") > question
+    assert "gl-predict-slot" not in html and html.count('data-predict="demo-x"') == 1
+
+
+def test_the_built_course_shows_each_prediction_before_its_block(built_site: Path):
+    """In the built site every predict-then-reveal question stands before the quiz heading,
+    and on the software-stack page right before the output of the block that computes it."""
+    course = content.load(REPO / "docs")
+    for stem, questions in course.quizzes.items():
+        html = (built_site / "lessons" / stem / "index.html").read_text(encoding="utf-8")
+        assert "gl-predict-slot" not in html, stem
+        for q in questions:
+            if q.before:
+                wrapper = html.index(f'class="gl-predict" data-before="{q.before}"')
+                assert wrapper < html.index('id="check-yourself"'), (stem, q.before)
+    html = (built_site / "lessons" / "software-stack" / "index.html").read_text(encoding="utf-8")
+    question = html.index('class="gl-predict" data-before="stack-gib"')
+    output = html.index("A 24 GiB card:")  # what the stack-gib block prints
+    assert question < output
+    between = re.sub(r"<[^>]+>", "", html[question:output])
+    assert "Before running the next block" in between and "Answer: " in between

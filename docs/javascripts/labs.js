@@ -374,19 +374,18 @@
   /* ---------------------------------------------------------------- quiz */
 
   /* The questions come in the container's data-questions attribute, filled in at build
-     time (a question may carry numbers this build computed). */
-  function quiz(box) {
+     time (a question may carry numbers this build computed). A lesson's quiz may have
+     several containers with the same data-quiz: the one at the end of the page, and one
+     per predict-then-reveal question (data-predict), which the build placed right before
+     the block that computes its answer. They share one score, shown at the end. */
+  function quiz(box, state) {
     var questions = JSON.parse(box.dataset.questions || "[]");
-    if (!questions.length) { return; }
-    var answered = 0; var correct = 0;
-    var score = el("p", { class: "gl-score", "aria-live": "polite", "data-out": "score" });
-    function showScore() {
-      score.textContent = answered + " / " + questions.length + " answered · " + correct + " correct";
-    }
+    var predict = box.hasAttribute("data-predict");
     questions.forEach(function (q, qi) {
       var legendId = nextId("q");
+      var label = predict ? "Predict " : String(qi + 1).padStart(2, "0") + " ";
       var fs = el("fieldset", { class: "gl-question" }, [
-        el("legend", { id: legendId }, [el("span", { class: "gl-qnum", text: String(qi + 1).padStart(2, "0") + " " })].concat(withCode(q.prompt)))
+        el("legend", { id: legendId }, [el("span", { class: "gl-qnum", text: label })].concat(withCode(q.prompt)))
       ]);
       var done = false;
       var buttons = q.options.map(function (o, oi) {
@@ -398,9 +397,9 @@
           b.classList.add("gl-picked");
           b.setAttribute("aria-pressed", "true");
           if (!done) {
-            done = true; answered += 1;
-            if (o.correct) { correct += 1; }
-            showScore();
+            done = true; state.answered += 1;
+            if (o.correct) { state.correct += 1; }
+            state.show();
           }
           buttons.forEach(function (other, k) {
             other.classList.toggle("gl-right", q.options[k].correct);
@@ -416,10 +415,37 @@
       buttons.forEach(function (b) { fs.appendChild(b); });
       box.appendChild(fs);
     });
-    box.appendChild(score);
-    showScore();
+    if (!predict) {
+      var score = el("p", { class: "gl-score", "aria-live": "polite", "data-out": "score" });
+      state.scores.push(score);
+      box.appendChild(score);
+    }
     var stat = box.nextElementSibling;
     if (stat && stat.classList.contains("gl-quiz-static")) { stat.hidden = true; }
+  }
+
+  /* One shared score per lesson quiz: every container with that data-quiz counts. */
+  function quizzes() {
+    var groups = {};
+    document.querySelectorAll(".gl-quiz[data-quiz]").forEach(function (box) {
+      (groups[box.dataset.quiz] = groups[box.dataset.quiz] || []).push(box);
+    });
+    Object.keys(groups).forEach(function (name) {
+      var boxes = groups[name];
+      var state = { answered: 0, correct: 0, total: 0, scores: [] };
+      state.show = function () {
+        state.scores.forEach(function (score) {
+          score.textContent = state.answered + " / " + state.total + " answered · " + state.correct + " correct";
+        });
+      };
+      boxes.forEach(function (box) {
+        try { state.total += JSON.parse(box.dataset.questions || "[]").length; } catch (e) { /* quiz() reports it */ }
+      });
+      boxes.forEach(function (box) {
+        try { quiz(box, state); box.dataset.ready = "2"; } catch (e) { fail(box, e); }
+      });
+      state.show();
+    });
   }
 
   /* ---------------------------------------------------------- flashcards */
@@ -972,9 +998,7 @@
       load("labs").then(function (d) { LABS[name](box, d); box.dataset.ready = "2"; })
         .catch(function (e) { fail(box, e); });
     });
-    document.querySelectorAll(".gl-quiz[data-quiz]").forEach(function (box) {
-      try { quiz(box); box.dataset.ready = "2"; } catch (e) { fail(box, e); }
-    });
+    quizzes();
     document.querySelectorAll(".gl-flashcards").forEach(function (box) {
       load("glossary").then(function (d) { flashcards(box, d); box.dataset.ready = "2"; })
         .catch(function (e) { fail(box, e); });

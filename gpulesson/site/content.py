@@ -15,12 +15,12 @@ The files, all under the MkDocs ``docs_dir`` and kept out of the built site
 (``gpulesson/site/schemas/quiz.schema.json``, ``glossary.schema.json``,
 ``labs.schema.json``: the fields, their types, which are required; each property's
 ``description`` is the fix a message gives), then what a schema cannot say (exactly
-one right answer, a term's lesson exists, placeholders and values agree, a route's
-rates), and turns them into the frozen dataclasses of those modules. Anything
-malformed raises a :class:`ContentError` whose message names the file, the entry,
-the field and the fix. The site hook (``labs_hook.on_config``)
-calls :func:`configure` with ``config["docs_dir"]`` once per build; executed
-blocks and the renderers then read :func:`current`, which outside a build
+one right answer, a question's ``before:`` names a block of its lesson, a term's lesson
+exists, placeholders and values agree, a route's rates), and turns them into the frozen
+dataclasses of those modules. Anything malformed raises a :class:`ContentError` whose
+message names the file, the entry, the field and the fix. The site hook
+(``labs_hook.on_config``) calls :func:`configure` with ``config["docs_dir"]`` once per
+build; executed blocks and the renderers then read :func:`current`, which outside a build
 (tests, doctests) loads ``<cwd>/docs`` once.
 
 >>> c = current()
@@ -53,7 +53,7 @@ from gpulesson.site.labs import (
     card_rates,
     fill_route_cost,
 )
-from gpulesson.site.quizzes import Option, Question, resolve_values
+from gpulesson.site.quizzes import Option, Question, executed_block_ids, resolve_values
 from gpulesson.text import markup_hazard
 
 QUIZ_SUFFIX = ".quiz.yml"
@@ -261,9 +261,33 @@ def _check_template(where_: str, field: str, text: str, templated: bool) -> None
         )
 
 
-def _question(q: dict[str, Any], where_: str) -> Question:
-    """One question the schema accepted; the checks across its fields."""
+def _check_before(where_: str, before: str, lesson: tuple[str, tuple[str, ...]] | None) -> None:
+    """Refuse a ``before:`` that names no executed block of the lesson, with the ids it has."""
+    if lesson is None:
+        return
+    label, ids = lesson
+    if before not in ids:
+        listed = ", ".join(ids) or "none"
+        raise _error(
+            where_,
+            "before",
+            f"no executed block with id {before!r} in {label}: name the id of the "
+            '```python exec="on" id="..."``` block that computes the answer '
+            f"(the lesson's ids: {listed})",
+        )
+
+
+def _question(
+    q: dict[str, Any], where_: str, lesson: tuple[str, tuple[str, ...]] | None = None
+) -> Question:
+    """One question the schema accepted; the checks across its fields.
+
+    ``lesson`` is the lesson file's label and the ids of its executed blocks, which a
+    ``before:`` must name (None: not checked, for a quiz read without its lesson).
+    """
     templated = "facts" in q
+    if "before" in q:
+        _check_before(where_, q["before"], lesson)
     if templated:
         try:
             resolve_values(q["values"])
@@ -284,16 +308,33 @@ def _question(q: dict[str, Any], where_: str) -> Question:
         options=tuple(options),
         facts=tuple(q.get("facts", ())),
         values=q.get("values", ""),
+        before=q.get("before", ""),
     )
 
 
-def load_quiz(path: Path, label: str) -> tuple[Question, ...]:
-    """The questions of one quiz file; ``label`` is how errors name the file."""
+def lesson_blocks(path: Path, label: str) -> tuple[str, tuple[str, ...]]:
+    """A lesson's label and the ids of its executed blocks, for the checks of ``before:``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContentError(f"{label}: cannot be read ({exc})") from None
+    return label, tuple(executed_block_ids(text))
+
+
+def load_quiz(
+    path: Path, label: str, lesson: tuple[str, tuple[str, ...]] | None = None
+) -> tuple[Question, ...]:
+    """The questions of one quiz file; ``label`` is how errors name the file.
+
+    ``lesson`` (from :func:`lesson_blocks`) is what a question's ``before:`` is checked
+    against: the id of one of the lesson's executed blocks.
+    """
     data = _read_yaml(path, label)
     _check(data, "quiz.schema.json", label)
     _check_markup(data, label)
     return tuple(
-        _question(q, where(label, data, ("questions", i))) for i, q in enumerate(data["questions"])
+        _question(q, where(label, data, ("questions", i)), lesson)
+        for i, q in enumerate(data["questions"])
     )
 
 
@@ -391,7 +432,8 @@ def load(docs_dir: Path) -> Content:
             raise ContentError(
                 f"{label}: no lesson lessons/{stem}.md beside it: name the file after its lesson"
             )
-        quizzes[stem] = load_quiz(path, label)
+        lesson = lesson_blocks(lessons_dir / f"{stem}.md", f"{name}/lessons/{stem}.md")
+        quizzes[stem] = load_quiz(path, label, lesson)
     return Content(
         docs_dir=docs_dir,
         lessons=lessons,

@@ -7,8 +7,10 @@ when a lesson breaks one of these (CONTRIBUTING.md, "Adding a lesson", states th
 1. it has a quiz beside it, ``docs/lessons/<stem>.quiz.yml``;
 2. the quiz has at least :data:`MIN_QUESTIONS` questions, each with at least
    :data:`MIN_OPTIONS` options (the loader alone accepts fewer: a fixture or a draft is fine);
-3. at least one question asks the reader to predict a number the page computes (it lists
-   ``facts:``), so the quiz tests reasoning with the page's own figures, not recall;
+3. at least one question is *predict-then-reveal*: it names the block that computes its
+   answer (``before:``) and reads the facts that block publishes (``facts:``), so the page
+   asks for the number before it shows it; and every question that reads the page's facts
+   says ``before:``, so no question asks for a number the page printed earlier;
 4. the lesson ends with a ``## Sources`` section of at least :data:`MIN_SOURCES` distinct
    absolute ``http(s)`` links, and every one of them is also cited in the lesson's body,
    where the fact it supports is used.
@@ -115,7 +117,7 @@ def quiz_problems(label: str, questions: tuple[Question, ...]) -> list[str]:
     ...     print(line.split(";")[0].split(": add")[0])
     x.quiz.yml: questions: 1
     x.quiz.yml: question 1 ("Why?"): options: 2
-    x.quiz.yml: questions: none asks the reader to predict a number the page computes
+    x.quiz.yml: questions: none is a predict-then-reveal question
     """
     problems = []
     if len(questions) < MIN_QUESTIONS:
@@ -124,17 +126,25 @@ def quiz_problems(label: str, questions: tuple[Question, ...]) -> list[str]:
             f"{MIN_QUESTIONS}: add questions that need the lesson's reasoning"
         )
     for number, q in enumerate(questions, 1):
+        prompt = " ".join(q.prompt.split())
+        shown = prompt if len(prompt) <= 40 else prompt[:40] + "..."
         if len(q.options) < MIN_OPTIONS:
-            prompt = " ".join(q.prompt.split())
-            shown = prompt if len(prompt) <= 40 else prompt[:40] + "..."
             problems.append(
                 f'{label}: question {number} ("{shown}"): options: {len(q.options)}; a question '
                 f"offers at least {MIN_OPTIONS}: add a plausible wrong answer with its why"
             )
-    if not any(q.facts for q in questions):
+        if q.facts and not q.before:
+            problems.append(
+                f'{label}: question {number} ("{shown}"): before: missing; a question that '
+                "reads the page's facts asks for a number the page computes, so it stands "
+                "before the block that computes it, never after: add before: <that block's id>"
+            )
+    if not any(q.before and q.facts for q in questions):
         problems.append(
-            f"{label}: questions: none asks the reader to predict a number the page computes: "
-            'add one with facts: and values: (see CONTRIBUTING.md, "Quizzes and the glossary")'
+            f"{label}: questions: none is a predict-then-reveal question; every quiz asks the "
+            "reader to predict a number before the block that computes it: give one question "
+            "before: <block id> and the facts: and values: that block publishes (see "
+            'CONTRIBUTING.md, "Quizzes and the glossary")'
         )
     return problems
 

@@ -10,9 +10,14 @@ Named in ``mkdocs.yml`` under ``hooks:`` after ``gpulesson/site/hooks.py``.
   :func:`gpulesson.site.quizzes.section_markdown` (an interactive container
   plus a static copy that works without JavaScript). It runs after the page's
   own blocks, so templated questions read the facts they published, and it is
-  never cached, so an edit to a quiz file always shows. It also appends the
-  glossary's abbreviation lines to every page so each term gets a tooltip
-  wherever it appears.
+  never cached, so an edit to a quiz file always shows. Before the fence of each
+  block a predict-then-reveal question names (``before:`` in the quiz file) it
+  leaves an empty slot (:func:`gpulesson.site.quizzes.insert_slots`). It also
+  appends the glossary's abbreviation lines to every page so each term gets a
+  tooltip wherever it appears.
+- ``on_page_content`` moves each predict-then-reveal question, rendered with the
+  quiz at the end of the page (its numbers exist only once its block ran), into
+  its slot before that block (:func:`gpulesson.site.quizzes.move_predictions`).
 - ``on_post_build`` writes the JSON the lab script reads into
   ``assets/labs/``: ``labs.json`` (labs), ``glossary.json`` (flashcards) and
   ``planner.json`` (from :func:`gpulesson.memory.budget.planner_data`, so the
@@ -28,7 +33,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 
 from gpulesson.memory.planner import planner_data
-from gpulesson.site import content, course_rules, facts, glossary, labs
+from gpulesson.site import content, course_rules, facts, glossary, labs, quizzes
 
 LABS_DIR = "assets/labs"
 QUIZ_HEADING = "## Check yourself"
@@ -77,12 +82,41 @@ def on_config(config: Any) -> Any:
     return config
 
 
+def predicted_blocks(stem: str) -> list[str]:
+    """The blocks of lesson ``stem`` that a predict-then-reveal question stands before.
+
+    >>> predicted_blocks("timing")
+    ['timing-illusion']
+    """
+    return [q.before for q in content.current().quizzes.get(stem, ()) if q.before]
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Append the lesson's quiz (if any) and the glossary tooltips."""
+    """Append the lesson's quiz (if any), with a slot before each predicted block, and the
+    glossary tooltips."""
     stem = page_stem(page.file.src_uri)
     if stem in content.current().quizzes:
+        try:
+            markdown = quizzes.insert_slots(markdown, predicted_blocks(stem))
+        except ValueError as exc:
+            quiz = content.current().quiz_file(stem)
+            raise PluginError(
+                f"{quiz}: before: {exc}: name a block of {page.file.src_uri}"
+            ) from None
         markdown = markdown.rstrip() + "\n\n" + quiz_section(stem)
     return markdown.rstrip() + "\n\n" + glossary.abbreviations_markdown()
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Move each predict-then-reveal question before the block that computes its answer."""
+    stem = page_stem(page.file.src_uri)
+    if not predicted_blocks(stem or ""):
+        return html
+    try:
+        return quizzes.move_predictions(html)
+    except ValueError as exc:
+        quiz = content.current().quiz_file(stem or "")
+        raise PluginError(f"{page.file.src_uri}: {quiz}: {exc}") from None
 
 
 def planner_accuracy() -> dict[str, Any] | None:

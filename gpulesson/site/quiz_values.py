@@ -1,10 +1,12 @@
-"""Numbers for quiz questions that ask the reader to predict a figure the page computed.
+"""Numbers for quiz questions that ask the reader to predict a figure the page computes.
 
 A templated question in ``docs/lessons/<stem>.quiz.yml`` names the facts it
 reads and one function here (``values: gpulesson.site.quiz_values:decades``).
 The function takes ``{fact name: value}`` and returns the named values that the
 question's prompt, options and reasons put in ``{placeholders}``: the
-arithmetic lives here, the words in the YAML. Each function must keep the
+arithmetic lives here, the words in the YAML. Such a question stands before the
+block that computes its answer (``before:``), so the page asks first and shows the
+number after. Each function must keep the
 options apart whatever the facts are (:func:`gpulesson.site.quizzes.fill`
 refuses two options that read the same).
 
@@ -259,16 +261,27 @@ def torch1x_cache(facts: Mapping[str, Any]) -> dict[str, str]:
 def checkpointing_savings(facts: Mapping[str, Any]) -> dict[str, str]:
     """Checkpointing's saving on the ladder's run (%), and two savings a reader expects instead.
 
-    Reads ``ladder.ckpt_saving_pct`` (checkpointing alone), ``ladder.both_saving_pct``
-    (checkpointing with a chunked loss), ``ladder.run_gb`` and
+    Reads checkpointing's own saving, ``ladder.checkpointing_saving_pct`` (the ladder
+    table's row) or ``ladder.ckpt_saving_pct`` (the leftover block's; the same figure),
+    ``ladder.both_saving_pct`` (checkpointing with a chunked loss), ``ladder.run_gb`` and
     ``ladder.run_persistent_gb``. ``everything`` is what checkpointing would save if
     every byte beyond the weights, gradients and optimizer state belonged to the blocks.
 
     >>> checkpointing_savings({"ladder.ckpt_saving_pct": 42.9, "ladder.both_saving_pct": 82.8,
     ...                        "ladder.run_gb": 21.15, "ladder.run_persistent_gb": 1.99})
     {'ckpt': '43', 'both': '83', 'everything': '91'}
+    >>> checkpointing_savings({"ladder.checkpointing_saving_pct": 42.9,
+    ...     "ladder.both_saving_pct": 82.8, "ladder.run_gb": 21.15,
+    ...     "ladder.run_persistent_gb": 1.99})["ckpt"]
+    '43'
     """
-    ckpt, both = float(facts["ladder.ckpt_saving_pct"]), float(facts["ladder.both_saving_pct"])
+    own = facts.get("ladder.checkpointing_saving_pct", facts.get("ladder.ckpt_saving_pct"))
+    if own is None:
+        raise ValueError(
+            "checkpointing_savings needs ladder.checkpointing_saving_pct (or "
+            "ladder.ckpt_saving_pct): list it under facts"
+        )
+    ckpt, both = float(own), float(facts["ladder.both_saving_pct"])
     everything = 100 * (
         1 - float(facts["ladder.run_persistent_gb"]) / float(facts["ladder.run_gb"])
     )
@@ -318,10 +331,13 @@ def decode_bound_readings(facts: Mapping[str, Any]) -> dict[str, str]:
     measured). ``bound`` is bandwidth / weight bytes; ``params`` divides by parameters
     instead of bytes (4 bytes each: four times too high); ``copy`` counts each weight as
     read and written, like the copy (half); ``bits`` divides bytes per second by bits.
+    ``bandwidth`` and ``weight_mb`` are the two inputs, for the prompt.
 
     >>> decode_bound_readings({"decoding.bandwidth_gbs": 30.0, "decoding.weight_mb": 110.0,
     ...                        "decoding.b1_tokens_per_s": 80.0})
-    {'bound': '270', 'params': '1,100', 'copy': '140', 'bits': '34', 'measured': '80'}
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'bound': '270', 'params': '1,100', 'copy': '140', 'bits': '34', 'measured': '80',
+     'bandwidth': '30', 'weight_mb': '110'}
     """
     bandwidth = float(facts["decoding.bandwidth_gbs"]) * 1e9
     bound = bandwidth / (float(facts["decoding.weight_mb"]) * 1e6)
@@ -331,6 +347,8 @@ def decode_bound_readings(facts: Mapping[str, Any]) -> dict[str, str]:
         "copy": about(bound / 2),
         "bits": about(bound / 8),
         "measured": about(float(facts["decoding.b1_tokens_per_s"])),
+        "bandwidth": about(float(facts["decoding.bandwidth_gbs"])),
+        "weight_mb": about(float(facts["decoding.weight_mb"])),
     }
 
 
@@ -425,10 +443,13 @@ def allreduce_time_readings(facts: Mapping[str, Any]) -> dict[str, str]:
     4 x size / bus bandwidth (``ring``). ``factor_two`` doubles it (2(N-1)/N read as 2);
     ``eight_gpus`` uses eight GPUs' factor, 1.75; ``bits`` divides bytes by a rate in bits
     (8 times too long). Refuses readings that would make two options read the same.
+    ``bus_gbs`` and ``largest_mib`` are the measured inputs, for the prompt.
 
     >>> allreduce_time_readings({"multigpu.gloo_largest_bus_gbs": 0.8,
     ...                          "multigpu.gloo_largest_bytes": 67108864})
-    {'ring': '340', 'factor_two': '670', 'eight_gpus': '590', 'bits': '2,700', 'size_mib': '256'}
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'ring': '340', 'factor_two': '670', 'eight_gpus': '590', 'bits': '2,700', 'size_mib': '256',
+     'bus_gbs': '0.80', 'largest_mib': '64'}
     """
     bus = float(facts["multigpu.gloo_largest_bus_gbs"]) * 1e9
     size = 4 * float(facts["multigpu.gloo_largest_bytes"])
@@ -441,4 +462,31 @@ def allreduce_time_readings(facts: Mapping[str, Any]) -> dict[str, str]:
     }
     if len(set(values.values())) != len(values):
         raise ValueError(f"allreduce_time_readings: two options read the same: {values}")
-    return {**values, "size_mib": f"{size / 2**20:,.0f}"}
+    return {
+        **values,
+        "size_mib": f"{size / 2**20:,.0f}",
+        "bus_gbs": about(bus / 1e9),
+        "largest_mib": f"{size / 4 / 2**20:,.0f}",
+    }
+
+
+def ring_send_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """What each GPU sends in an 8-GPU ring all-reduce (GB), and three ways to miscount it.
+
+    Reads ``multigpu.grad_gb`` (the gradients all-reduced, GB) and ``multigpu.ring_8_gb``
+    (what the page's ring block computed each GPU sends: 2(N-1)/N x the gradients).
+    ``naive`` sends a copy to each of the 7 others; ``shard`` counts one eighth, sent once;
+    ``whole`` sums the whole ring's traffic, 2 x the gradients x 8. The four always differ
+    (1.75, 7, 1/8 and 16 times the gradients).
+
+    >>> ring_send_readings({"multigpu.grad_gb": 28.0, "multigpu.ring_8_gb": 49.0})
+    {'grad': '28', 'ring': '49', 'naive': '196', 'shard': '3.5', 'whole': '448'}
+    """
+    grad, ring = float(facts["multigpu.grad_gb"]), float(facts["multigpu.ring_8_gb"])
+    return {
+        "grad": figure(grad),
+        "ring": figure(ring),
+        "naive": figure(7 * grad),
+        "shard": figure(grad / 8),
+        "whole": figure(2 * grad * 8),
+    }
