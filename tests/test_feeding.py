@@ -18,7 +18,6 @@ from gpulesson.site.exec_cache import setup_request
 from gpulesson.timing import alignment, fusion, loader, syncs
 from gpulesson.timing.feeding_render import (
     fusion_markdown,
-    gain_claim,
     loader_markdown,
     shapes_markdown,
 )
@@ -206,6 +205,22 @@ def test_the_compiled_chain_computes_what_eager_does_and_is_timed_both_ways():
     assert torch.get_num_threads() == threads  # timed at one thread, then restored
 
 
+def test_overhead_rounds_time_the_bare_op_and_the_chain_back_to_back():
+    r = fusion.measure_overhead_rounds(n=16, rounds=3, min_run_time_s=0.002)
+    assert len(r.per_op_s) == len(r.bare_op_s) == len(r.ratios) == 3
+    assert r.median_ratio == sorted(r.ratios)[1]
+    assert all(p > 0 for p in r.per_op_s + r.bare_op_s)
+    with pytest.raises(ValueError, match="one round"):
+        fusion.measure_overhead_rounds(rounds=0)
+
+
+def test_the_median_round_ignores_a_burst_in_one_round():
+    r = fusion.OverheadRounds(
+        device="cpu", n_elements=256, threads=1, per_op_s=(3e-6, 3e-6, 90e-6), bare_op_s=(1e-6,) * 3
+    )
+    assert r.median_ratio == pytest.approx(3.0)
+
+
 def test_fusion_refuses_devices_inductor_is_not_used_on_here():
     with pytest.raises(ValueError, match="use device='cpu'"):
         fusion.measure_fusion("mps")
@@ -250,15 +265,6 @@ def test_the_vocabulary_padding_is_nanogpt_s():
     shapes = alignment.vocab_projection(8, 16)
     assert [s.n for s in shapes] == [50257, 50304]
     assert alignment.PADDED_VOCAB % 64 == 0 and alignment.GPT2_VOCAB % 64 != 0
-
-
-@pytest.mark.parametrize("gain", [1.5, 1.0, 0.5])
-def test_the_gain_sentence_matches_the_number_it_states(gain):
-    from gpulesson.site.claims import check_rule
-
-    text, rule = gain_claim("f.g", gain, "x")
-    assert check_rule(rule, {"f.g": gain})
-    assert "{f.g:.2f}" in text
 
 
 # --- syncs ----------------------------------------------------------------------------------

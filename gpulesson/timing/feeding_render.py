@@ -4,9 +4,8 @@ The compute modules (:mod:`gpulesson.timing.loader`, :mod:`~gpulesson.timing.fus
 :mod:`~gpulesson.timing.alignment`, :mod:`~gpulesson.timing.syncs`) return the result
 objects rendered here; these functions format their fields and properties as Markdown
 tables and compute no figure of their own. One unit per column, named in the header.
-:func:`gain_claim` picks the sentence a checked claim makes about an alignment gain and
-the rule that checks it, so the words always match the measured number. Used by the
-lesson ``feeding.md``.
+Used by the lesson ``feeding.md``, whose claims about these figures are Markdown blocks
+(:mod:`gpulesson.site.claim_fence`), one rule each, never chosen by the number.
 
 >>> from gpulesson.timing.syncs import SyncCheck
 >>> print(syncs_markdown((SyncCheck(name="loss.item()", hidden_sync=True, warnings=1),)))
@@ -29,10 +28,6 @@ from gpulesson.timing.syncs import CopyCall, Probe, SyncCheck
 
 if TYPE_CHECKING:
     from gpulesson.results.bundle import Measurement
-
-# An alignment gain within this factor of 1 reads as "no clear effect" (timer noise on a
-# shared machine is of this order); beyond it, as faster or slower.
-CLEAR_GAIN = 1.10
 
 
 def _ms(seconds: float) -> str:
@@ -164,38 +159,6 @@ def shapes_markdown(c: ShapeComparison) -> str:
         )
     lines += _spread_warnings([(t.shape.label, t) for t in c.timings])
     return "\n".join(lines)
-
-
-def gain_claim(fact: str, gain: float, what: str) -> tuple[str, str]:
-    """The sentence and rule of a checked claim about an alignment gain, chosen by its size.
-
-    ``fact`` names the published gain (aligned FLOP/s over the best unaligned); ``what``
-    says which comparison it is. Beyond ``CLEAR_GAIN`` either way the sentence says which
-    shape won; within it, that this device shows no clear effect.
-
-    >>> gain_claim("f.g", 1.3, "n=512 against 511 and 513")[1]
-    'f.g >= 1.1'
-    >>> gain_claim("f.g", 1.02, "x")[1]
-    'f.g > 1 / 1.1 and f.g < 1.1'
-    """
-    if gain >= CLEAR_GAIN:
-        return (
-            f"For {what} the aligned shape ran {{{fact}:.2f}} times the FLOP/s of the best "
-            "unaligned one: alignment paid on this device.",
-            f"{fact} >= {CLEAR_GAIN}",
-        )
-    if gain <= 1 / CLEAR_GAIN:
-        return (
-            f"For {what} the aligned shape ran at only {{{fact}:.2f}} times the FLOP/s of the "
-            "best unaligned one: on this device the library's blocking, not the alignment, "
-            "decided the speed.",
-            f"{fact} <= 1 / {CLEAR_GAIN}",
-        )
-    return (
-        f"For {what} the aligned shape ran {{{fact}:.2f}} times the FLOP/s of the best "
-        f"unaligned one, within {CLEAR_GAIN - 1:.0%} either way: no clear effect on this device.",
-        f"{fact} > 1 / {CLEAR_GAIN} and {fact} < {CLEAR_GAIN}",
-    )
 
 
 def syncs_markdown(checks: Sequence[SyncCheck]) -> str:

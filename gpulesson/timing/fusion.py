@@ -18,6 +18,10 @@ generated kernel (C++ on a CPU, Triton on a GPU), so one call pays one overhead.
    ``threads`` threads (default 1: the tensors are small, and one thread keeps
    OpenMP's thread wake-ups out of a comparison of per-call costs).
 
+:func:`measure_overhead_rounds` sets one eager op of the chain against a bare tiny op, the
+two timed back to back in several rounds, so the lesson's "overhead-bound" reads the median
+round's ratio rather than two timings taken seconds apart on a shared machine.
+
 ``COMPILE_OPTIONS`` keeps the compile cheap and self-contained: one compile thread (no
 pool of worker processes, each importing torch) and inductor's one-time check of the
 CPU's vector instructions skipped (``cpp.vec_isa_ok``): that check compiles a test
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -143,6 +148,83 @@ def headline_figures(f: FusionResult) -> dict[str, tuple[float, str]]:
     if f.breakeven_calls is not None:
         figures["breakeven_calls"] = (f.breakeven_calls, "calls")
     return figures
+
+
+@dataclass(frozen=True)
+class OverheadRounds:
+    """One eager op of the chain against one bare tiny op, timed back to back, round by round.
+
+    ``per_op_s`` holds each round's median seconds per op of the eager chain (a call's
+    median over :data:`OPS_PER_CALL`), ``bare_op_s`` the same round's median seconds per
+    call of an add on one element, whose arithmetic is negligible next to its call.
+
+    >>> r = OverheadRounds(device="cpu", n_elements=256, threads=1,
+    ...                    per_op_s=(3e-6, 9e-6, 2e-6), bare_op_s=(1e-6, 1e-6, 1e-6))
+    >>> [round(x, 1) for x in r.ratios], round(r.median_ratio, 1)
+    ([3.0, 9.0, 2.0], 3.0)
+    """
+
+    device: str
+    n_elements: int
+    threads: int
+    per_op_s: tuple[float, ...]
+    bare_op_s: tuple[float, ...]
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """Each round's eager seconds per op over its bare op's seconds."""
+        return tuple(op / bare for op, bare in zip(self.per_op_s, self.bare_op_s, strict=True))
+
+    @property
+    def median_ratio(self) -> float:
+        """The median round's ratio: a burst of other work in a few rounds does not move it."""
+        return statistics.median(self.ratios)
+
+
+def measure_overhead_rounds(
+    device: str = "cpu",
+    n: int = 256,
+    threads: int | None = 1,
+    rounds: int = 9,
+    min_run_time_s: float = 0.02,
+) -> OverheadRounds:
+    """Time a bare tiny op and the eager chain back to back, ``rounds`` times.
+
+    On a shared machine other work comes in bursts, so two timings taken seconds apart can
+    differ several-fold and their ratio says little. Timed back to back, both halves of a
+    round see the same machine, and the median round's ratio leaves the bursts out.
+    Trade-off: each half is short (``min_run_time_s``), so a single round is noisy; the
+    median over rounds is the figure to read.
+
+    >>> r = measure_overhead_rounds(n=8, rounds=1, min_run_time_s=0.001)
+    >>> len(r.ratios), r.median_ratio > 0
+    (1, True)
+    """
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: use cuda, mps or cpu")
+    if n < 1 or rounds < 1:
+        raise ValueError(f"n={n}, rounds={rounds}: use at least one element and one round")
+    threads = resolve_threads(threads)
+    x = torch.randn(n, device=device)
+    one, other, out = (torch.ones(1, device=device) for _ in range(3))
+    per_op, bare = [], []
+    with using_threads(threads):
+        for _ in range(rounds):
+            samples, _calls = time_samples(
+                lambda: torch.add(one, other, out=out), device, threads, min_run_time_s
+            )
+            bare.append(statistics.median(samples))
+            samples, _calls = time_samples(
+                lambda: pointwise_chain(x), device, threads, min_run_time_s
+            )
+            per_op.append(statistics.median(samples) / OPS_PER_CALL)
+    return OverheadRounds(
+        device=device,
+        n_elements=n,
+        threads=threads,
+        per_op_s=tuple(per_op),
+        bare_op_s=tuple(bare),
+    )
 
 
 @contextlib.contextmanager
