@@ -181,10 +181,13 @@ def test_throughput_race_matches_the_package(site_url: str, watched):
         pytest.skip("the throughput race's lesson (why-gpus) is not in this build yet")
     page = watched.open(site_url + lesson)
     box = '.gl-lab[data-lab="race"]'
+    # the CPU runs at the rate this build's sweep measured, which the page's table used too
+    cpu_rate = float(page.get_attribute(box, "data-cpu-flop-per-s"))
+    assert cpu_rate != labs.TEACHING_CPU_FLOP_PER_S
     for log2n in ("3", "6", "9", "12.25"):
         page.fill(f'{box} input[type="range"]', log2n)
         n = int(_out(page, box, "n"))
-        expected = labs.race(n)
+        expected = labs.race(n, cpu_flop_per_s=cpu_rate)
         assert _out(page, box, "cpu") == pytest.approx(expected.cpu_s)
         assert _out(page, box, "gpu") == pytest.approx(expected.gpu_s)
     page.fill(f'{box} input[type="range"]', "4")  # n = 16: the launch outweighs the work

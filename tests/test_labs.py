@@ -431,3 +431,14 @@ def test_planner_script_refuses_a_count_past_its_limit_at_once(tmp_path):
     assert outcome[2].startswith("RangeError: hidden=")
     assert outcome[3].startswith("RangeError: batch=0")
     assert outcome[4] == "planned"  # the largest depth allowed is evaluated
+
+
+def test_the_race_runs_its_cpu_at_the_rate_the_page_measured():
+    slow, fast = labs.race_table(cpu_flop_per_s=5e10), labs.race_table(cpu_flop_per_s=4e11)
+    assert fast.crossover_n > slow.crossover_n  # a faster CPU holds out to larger matrices
+    assert fast.rows[-1].cpu_s == pytest.approx(2 * 8192**3 / 4e11)
+    html = labs.race_lab_html(fast)
+    assert 'data-lab="race"' in html and 'data-cpu-flop-per-s="400000000000.0"' in html
+    for bad in (0.0, -1.0, float("inf"), float("nan"), 1e15):
+        with pytest.raises(ValueError, match="cpu_flop_per_s"):
+            labs.race_table(cpu_flop_per_s=bad)

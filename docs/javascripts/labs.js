@@ -105,9 +105,13 @@
     var runBtn = el("button", { type: "button", class: "md-button", text: "Run the race" });
     var n = 512;
 
+    // The CPU's rate: the one the page measured (data-cpu-flop-per-s), else the teaching one.
+    var cpuRate = Number(box.dataset.cpuFlopPerS);
+    if (!(cpuRate > 0 && isFinite(cpuRate))) cpuRate = d.cpu_flop_per_s;
+
     function compute(size) {
       var flops = 2 * Math.pow(size, 3);
-      return { flops: flops, cpu: flops / d.cpu_flop_per_s, gpu: d.launch_s + flops / d.gpu_flop_per_s };
+      return { flops: flops, cpu: flops / cpuRate, gpu: d.launch_s + flops / d.gpu_flop_per_s };
     }
 
     function update() {

@@ -115,6 +115,7 @@ class RaceTable:
     launch_s: float
     crossover_n: float
     source_crossover_n: float
+    cpu_flop_per_s: float = TEACHING_CPU_FLOP_PER_S
 
     @property
     def first_gpu_win_n(self) -> int | None:
@@ -122,18 +123,45 @@ class RaceTable:
         return next((r.n for r in self.rows if r.winner == "GPU"), None)
 
 
-def race_table(sizes: tuple[int, ...] = RACE_SIZES) -> RaceTable:
-    """The teaching race over ``sizes``, with where the GPU starts to win.
+def race_table(
+    sizes: tuple[int, ...] = RACE_SIZES, cpu_flop_per_s: float = TEACHING_CPU_FLOP_PER_S
+) -> RaceTable:
+    """The race over ``sizes``, with where the GPU starts to win.
+
+    ``cpu_flop_per_s`` is the CPU's rate: a lesson passes the best rate its own sweep
+    measured on the machine that built the page; the GPU runs at a T4's datasheet fp32 peak.
 
     >>> t = race_table((32, 64, 128))
     >>> [r.winner for r in t.rows], t.first_gpu_win_n
     (['CPU', 'GPU', 'GPU'], 64)
+    >>> race_table((64, 128), cpu_flop_per_s=2e11).first_gpu_win_n  # a faster CPU holds longer
+    128
     """
+    if not (math.isfinite(cpu_flop_per_s) and 0 < cpu_flop_per_s < TEACHING_GPU_FLOP_PER_S):
+        raise ValueError(
+            f"cpu_flop_per_s={cpu_flop_per_s!r}: give a positive rate below the GPU's "
+            f"{TEACHING_GPU_FLOP_PER_S:.3g} FLOP/s (the CPU's measured matmul rate)"
+        )
     return RaceTable(
-        rows=tuple(race(n) for n in sizes),
+        rows=tuple(race(n, cpu_flop_per_s=cpu_flop_per_s) for n in sizes),
         launch_s=TEACHING_LAUNCH_S,
-        crossover_n=race_crossover_n(),
-        source_crossover_n=race_crossover_n(launch_s=SOURCE_LAUNCH_S),
+        crossover_n=race_crossover_n(cpu_flop_per_s=cpu_flop_per_s),
+        source_crossover_n=race_crossover_n(
+            cpu_flop_per_s=cpu_flop_per_s, launch_s=SOURCE_LAUNCH_S
+        ),
+        cpu_flop_per_s=cpu_flop_per_s,
+    )
+
+
+def race_lab_html(table: RaceTable) -> str:
+    """The race lab's container, carrying the CPU rate the table above it used.
+
+    >>> race_lab_html(race_table((64,), cpu_flop_per_s=1.5e11))
+    '<div class="gl-lab" data-lab="race" data-cpu-flop-per-s="150000000000.0"></div>'
+    """
+    return (
+        f'<div class="gl-lab" data-lab="race" '
+        f'data-cpu-flop-per-s="{float(table.cpu_flop_per_s)!r}"></div>'
     )
 
 
