@@ -11,7 +11,7 @@ import pytest
 
 from gpulesson.site import claims, facts
 from tests.conftest import REPO
-from tests.lesson_blocks import exec_blocks, run_block, run_page
+from tests.lesson_blocks import exec_blocks, run_block, run_claims_after, run_page
 
 LESSONS = REPO / "docs" / "lessons"
 
@@ -38,7 +38,8 @@ def _claim(run, fragment: str) -> claims.Claim:
 def test_fix_ladder_calls_the_mixed_precision_estimate_a_floor_from_the_measurement():
     run = run_page("fix-ladder")
     made = _claim(run, "That price is a floor")
-    assert made.status == claims.HOLDS
+    assert made.status == claims.HOLDS and made.teaching
+    assert made.kinds["ladder.amp_measured_ratio"] == facts.MEASURED
     values = run.values()
     assert values["ladder.amp_estimated_ratio"] < values["ladder.amp_measured_ratio"] < 1
     assert "about half" not in made.text
@@ -91,7 +92,9 @@ def test_multi_gpu_links_table_sends_the_rings_bytes_and_pcie_cards_ring_over_pc
     assert "| NVIDIA H100 SXM5 80GB | NVLink |" in table
     assert "NVLink Bridge joins 2 cards" in table
     assert "24.5 GB" not in _text("multi-gpu")
-    assert _claim(run, "of the 8-GPU ring above").status == claims.HOLDS
+    (described,) = [out for out in run.printed.values() if "of the 8-GPU ring above" in out]
+    assert "Those are the 49 GB of the 8-GPU ring above" in described
+    assert run.facts["multigpu.links_sent_gb"].kind == facts.PREDICTED
 
 
 def test_multi_gpu_says_what_tensor_parallelism_leaves_whole_and_that_the_bubble_is_ideal():
@@ -106,16 +109,33 @@ def test_multi_gpu_says_what_tensor_parallelism_leaves_whole_and_that_the_bubble
 
 def test_oom_reads_the_mixed_case_as_fragmentation_and_links_the_ladder_once_per_verdict():
     run = run_page("oom")
-    made = _claim(run, "together they do")
-    assert made.status == claims.HOLDS
     assert run.values()["oom.mixed_is_fragmentation"] == 1
+    assert run.facts["oom.mixed_is_fragmentation"].kind == facts.DERIVED
     mixed = run.printed["oom-example-mixed"]
     assert "Verdict: fragmentation" in mixed and "together they hold 2.33 GiB" in mixed
+    described = " ".join(out for block_id, out in run.printed.items() if "describe" in block_id)
+    assert "together they come to 2.33 GiB, and `gpulesson diagnose` reads it as fragmentation" in (
+        described
+    )
+    assert "reads it as exhaustion" in described and "even together, cannot" in described
     for block_id, out in run.printed.items():
         if "What to do, in order:" in out:
             assert out.count("[fix ladder](../fix-ladder/)") == 1, block_id
             assert "**Gradient accumulation**" not in out, block_id
-    assert _claim(run, "even together, cannot").status == claims.HOLDS
+
+
+def test_oom_checks_only_the_message_this_build_raised_not_the_examples_it_wrote():
+    """The example messages' numbers are constants: described. The one check reads host RAM's
+    real refusal, raised by this build's torch, against the request the block made."""
+    run = run_page("oom")
+    (made,) = run.claims
+    assert made.teaching and made.status == claims.HOLDS
+    assert made.rule == "oom.host_read_bytes == oom.host_asked_bytes"
+    assert made.kinds["oom.host_read_bytes"] == facts.MEASURED
+    assert run.values()["oom.host_kind"] == "cpu_oom"
+    assert "DefaultCPUAllocator" in run.printed["oom-host-ram-real"]
+    example_kinds = {f.kind for n, f in run.facts.items() if n.startswith("oom.exhaustion_")}
+    assert example_kinds <= {facts.CONSTANT, facts.DERIVED}
 
 
 # --- roofline -----------------------------------------------------------------------------
@@ -123,8 +143,10 @@ def test_oom_reads_the_mixed_case_as_fragmentation_and_links_the_ladder_once_per
 
 def test_roofline_states_the_bf16_speedup_as_twice_the_bandwidth_ratio_without_a_branch():
     run = run_page("roofline")
-    made = _claim(run, "twice the bandwidth ratio")
-    assert made.status == claims.HOLDS
+    # Half the bytes make the speedup twice the bandwidth ratio by arithmetic: a description.
+    (shown,) = [out for out in run.printed.values() if "twice the bandwidth ratio" in out]
+    assert "gl-claim" not in shown
+    assert not [c for c in run.claims if "twice the bandwidth ratio" in c.text]
     values = run.values()
     assert values["roofline.bf16_speedup"] == pytest.approx(
         2 * values["roofline.bf16_bandwidth_ratio"], rel=0.02
@@ -161,8 +183,14 @@ def test_the_teaching_kernel_runs_at_a_cited_t4_peak_not_below_it():
 
 def test_the_timing_page_claims_hold_with_the_corrected_kernel():
     run = run_page("timing")
-    made = _claim(run, "three orders of magnitude or more")
-    assert made.status == claims.HOLDS
+    # The teaching example is arithmetic on quoted figures: described, not checked.
+    (shown,) = [out for out in run.printed.values() if "three orders of magnitude" in out]
+    assert "gl-claim" not in shown and "3,087 times or more" in shown
+    assert run.facts["timing.teach_illusion_10us"].kind == facts.PREDICTED
+    assert run.facts["timing.source_launch_us"].kind == facts.CONSTANT
+    made = _claim(run, "more than a hundred")  # this build's launch against the source's
+    assert made.status == claims.HOLDS and made.teaching
+    assert made.kinds == {"timing.launch_us": "measured", "timing.source_launch_us": "constant"}
     assert "kernel_s=0.20" not in _text("timing")
     assert "T4's datasheet fp32 peak" in run.printed["timing-teaching"]
 
@@ -180,7 +208,8 @@ def test_capacity_shows_that_autograd_gives_fp16_weights_fp16_gradients():
     # Only this block: it reads no other block's facts.
     facts.begin_page("lessons/capacity.md")
     code = dict(exec_blocks("capacity"))["capacity-sgd-grad"]
-    printed = run_block("capacity", "capacity-sgd-grad", code)
-    assert "do not come out of stock PyTorch" in printed and "gl-claim-holds" in printed
+    run_block("capacity", "capacity-sgd-grad", code)
+    (shown,) = run_claims_after("capacity", "capacity-sgd-grad")
+    assert "do not come out of stock PyTorch" in shown and "gl-claim-holds" in shown
     values = {n: f.value for n, f in facts.page_facts("lessons/capacity.md").items()}
     assert values["capacity.fp16_grad_bytes"] == values["capacity.fp16_weight_bytes"] == 2
