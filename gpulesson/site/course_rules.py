@@ -387,6 +387,20 @@ def typed_figures_problems(docs_dir: str | Path) -> list[str]:
     ]
 
 
+def unquoted(line: str) -> str:
+    """One line with each ``{q: TEXT}`` marker outside code spans replaced by its TEXT.
+
+    For places the marker's span cannot go (the companion notebooks).
+
+    >>> unquoted("About {q: 84 GB}, not `{q: 1 GB}`.")
+    'About 84 GB, not `{q: 1 GB}`.'
+    """
+    spans = [m.span() for m in _CODE_SPAN.finditer(line)]
+    return _Q_MARKER.sub(
+        lambda m: m.group(0) if any(a <= m.start() < b for a, b in spans) else m.group(1), line
+    )
+
+
 def render_quoted(markdown: str) -> str:
     """``{q: TEXT}`` as a marked span, outside code blocks and code spans, before conversion.
 

@@ -32,9 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulesson.site.claim_fence import LANGUAGES as FACT_FENCES
+from gpulesson.site.course_rules import unquoted
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = "docs/notebooks"
 REGENERATE = "python -m gpulesson.site.notebooks"
+#: What a notebook shows for a claim or describe block (its figures exist only in a build).
+COMPUTED_AT_BUILD = "Figures computed when the site is built: see the lesson page."
 
 
 @dataclass(frozen=True)
@@ -356,6 +361,8 @@ def notebook_markdown(text: str, links: RepoLinks, lesson_dir: str = "docs/lesso
         </details>
     >>> notebook_markdown("see [timing](timing.md#why)", links)
     'see [timing](https://github.com/o/r/blob/main/docs/lessons/timing.md#why)'
+    >>> notebook_markdown("A source's {q: 84 GB}.", links)  # the quoted-figure marker's text
+    "A source's 84 GB."
     """
     lines = text.split("\n")
     out: list[str] = []
@@ -395,14 +402,18 @@ def notebook_markdown(text: str, links: RepoLinks, lesson_dir: str = "docs/lesso
                 close += 1
             inner = lines[i + 1 : close]
             included = [m.group(1) for m in map(_INCLUDE.match, inner) if m]
-            if included:
+            if fence_language(info) in FACT_FENCES:  # filled from the build's facts
+                out.append(
+                    f"{pad}*(Figures computed when the site is built: see the lesson page.)*"
+                )
+            elif included:
                 names = ", ".join(f"`{name}`" for name in included)
                 out.append(f"{pad}(The program {names}: see its cells above.)")
             else:
                 out += [f"{pad}{marker}{fence_language(info)}", *inner, f"{pad}{marker}"]
             i = close + 1
         else:
-            out.append(_MD_LINK.sub(lambda m: _link(m, links, lesson_dir), line))
+            out.append(_MD_LINK.sub(lambda m: _link(m, links, lesson_dir), unquoted(line)))
             i += 1
     return "\n".join(out)
 
