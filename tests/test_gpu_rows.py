@@ -114,7 +114,9 @@ def _by_hand(figure: str, device: str) -> float | None:
         return d["memory_bandwidth_stated_gb_per_s"] * 1e9 / 16e9
     if figure == "all_reduce.time":  # ms = 2(N-1)/N x bytes / one direction of the link
         link = d.get("interconnect")
-        one_way = link and (link.get("nvlink_stated_gb_per_s") or link["pcie_stated_gb_per_s"])
+        pcie_card = "PCIe" in d["name"] and "SXM" not in d["name"]  # NVLink bridges pairs only
+        nvlink = None if pcie_card else link and link.get("nvlink_stated_gb_per_s")
+        one_way = link and (nvlink or link["pcie_stated_gb_per_s"])
         return 2 * 7 / 8 * 28e9 / (one_way * 1e9 / 2) * 1e3 if one_way else None
     peaks = d.get("peaks", {})  # ms = 6ND / (dense 16-bit peak x MFU)
     peak = peaks.get("bf16") or peaks.get("fp16")

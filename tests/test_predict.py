@@ -197,8 +197,11 @@ def by_hand(figure: str, device: str, params: dict) -> float | None:
         link = d.get("interconnect")
         if link is None:
             return None
-        stated = link.get("nvlink_stated_gb_per_s") or link["pcie_stated_gb_per_s"]
         n = params["gpus"]
+        # a PCIe card's NVLink bridge joins pairs: a larger ring runs over PCIe
+        pcie_card = "PCIe" in d["name"] and "SXM" not in d["name"]
+        nvlink = None if pcie_card and n > 2 else link.get("nvlink_stated_gb_per_s")
+        stated = nvlink or link["pcie_stated_gb_per_s"]
         return 2 * (n - 1) / n * params["message_bytes"] / (stated * 1e9 / 2)
     for dtype in ("bf16", "fp16"):  # train_step.time: a 16-bit run, bf16 else fp16
         if dtype in d.get("peaks", {}):

@@ -359,11 +359,17 @@ def decode_tokens_per_s(device_id: str, bytes_per_token: float) -> Prediction:
 def all_reduce_time(device_id: str, message_bytes: float, gpus: int) -> Prediction:
     """Ring all-reduce time = 2(N-1)/N x bytes / one direction of NVLink (or PCIe).
 
-    Uses :func:`gpulesson.memory.comm.ring_all_reduce_bytes` and ``transfer_s``.
+    Uses :func:`gpulesson.memory.comm.ring_all_reduce_bytes` and ``transfer_s``. A PCIe
+    card's NVLink is a bridge that joins pairs (:func:`gpulesson.memory.comm.nvlink_bridged`),
+    so a ring of more than two such cards runs over PCIe.
 
     >>> p = all_reduce_time("h100-sxm", 1e9, 8)
     >>> round(p.value * 1e3, 3), p.arithmetic
     (3.889, '2 x (8-1)/8 x 1e+09 B = 1.75e+09 B / 4.5e+11 B/s (NVLink 900 GB/s / 2) = 0.003889 s')
+    >>> all_reduce_time("h100-pcie", 1e9, 8).arithmetic.split("(")[-1]
+    'PCIe 128 GB/s / 2) = 0.02734 s'
+    >>> all_reduce_time("h100-pcie", 1e9, 2).arithmetic.split("(")[-1]  # the bridged pair
+    'NVLink 600 GB/s / 2) = 0.003333 s'
     """
     sheet = _sheet(device_id)
     link = sheet.interconnect
@@ -373,7 +379,8 @@ def all_reduce_time(device_id: str, message_bytes: float, gpus: int) -> Predicti
             "all-reduce time is predicted for it: use a100-80gb, h100-sxm or h200"
         )
     sent = comm.ring_all_reduce_bytes(message_bytes, gpus)
-    if link.nvlink_one_way_bytes_per_s is not None:
+    bridge_too_small = comm.nvlink_bridged(sheet) and gpus > comm.BRIDGE_GPUS
+    if link.nvlink_one_way_bytes_per_s is not None and not bridge_too_small:
         rate, label = link.nvlink_one_way_bytes_per_s, f"NVLink {_g(link.nvlink_stated_gb_per_s)}"
     else:
         rate, label = link.pcie_one_way_bytes_per_s, f"PCIe {_g(link.pcie_stated_gb_per_s)}"
