@@ -117,9 +117,7 @@ def test_figures_in_a_real_lesson_sit_on_the_lines_named():
     assert (last.line, last.figure) == (len(added.split("\n")) - 1, "24.5 GB")
 
 
-def test_the_course_has_no_typed_figures_once_the_rule_is_on():
-    if not course_rules.TYPED_FIGURES_ENFORCED:
-        pytest.skip("the typed-figures rule is not enforced yet (course_rules.py)")
+def test_the_course_has_no_typed_figures():
     assert course_rules.typed_figures_problems(REPO / "docs") == []
 
 
@@ -128,7 +126,6 @@ MKDOCS_YML = f"""\
 site_name: fixture
 strict: true
 hooks:
-  - enforce.py
   - {REPO / "gpulesson" / "site" / "typed_hook.py"}
 markdown_extensions:
   - pymdownx.superfences
@@ -142,8 +139,6 @@ validation:
     unrecognized_links: info
     absolute_links: info
 """
-#: Test-only: switches the rule on in the build, as flipping TYPED_FIGURES_ENFORCED will.
-ENFORCE = "from gpulesson.site import course_rules\n\ncourse_rules.TYPED_FIGURES_ENFORCED = True\n"
 
 
 def _build(project: Path) -> subprocess.CompletedProcess[str]:
@@ -162,7 +157,6 @@ def _build(project: Path) -> subprocess.CompletedProcess[str]:
 def test_a_lesson_with_a_typed_figure_fails_the_strict_build(tmp_path):
     (tmp_path / "docs" / "lessons").mkdir(parents=True)
     (tmp_path / "mkdocs.yml").write_text(MKDOCS_YML)
-    (tmp_path / "enforce.py").write_text(ENFORCE)
     (tmp_path / "docs" / "lessons" / "clean.md").write_text(CLEAN)
     clean = _build(tmp_path)
     assert clean.returncode == 0, clean.stderr[-3000:]
@@ -182,12 +176,12 @@ def test_a_lesson_with_a_typed_figure_fails_the_strict_build(tmp_path):
     assert "docs/lessons/clean.md" not in failed.stderr
 
 
-def test_the_hook_logs_nothing_while_the_rule_is_off(tmp_path, caplog):
+def test_the_hook_logs_each_typed_figure_as_a_warning(tmp_path, caplog):
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "x.md").write_text("About 24.5 GB.\n")
     config = {"docs_dir": str(tmp_path)}
-    if not course_rules.TYPED_FIGURES_ENFORCED:
-        assert typed_hook.on_config(config) is config and caplog.records == []
+    assert typed_hook.on_config(config) is config
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
     assert typed_hook.check_typed_figures(tmp_path) == [
         f'{tmp_path.name}/lessons/x.md:1: typed figure "24.5 GB" in the prose: '
         + course_rules.TYPED_FIX

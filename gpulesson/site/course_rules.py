@@ -177,10 +177,8 @@ def check(course: Content) -> None:
 
 # --- Rule 5: no typed figures in lesson prose ------------------------------------------------
 
-#: Off until the lessons are clean (issue 23, item 5); ``gpulesson/site/typed_hook.py`` reads it.
-#: When True, every typed figure in ``docs/lessons/*.md`` is a build warning, so the strict
-#: build stops, each naming file, line, the figure and the fix.
-TYPED_FIGURES_ENFORCED = False
+#: Every typed figure in ``docs/lessons/*.md`` is a build warning (``typed_hook.py``), so the
+#: strict build stops, each naming file, line, the figure and this fix.
 TYPED_FIX = (
     "fill it from a fact with a ```describe block, or mark a quoted source figure or teaching "
     "estimate as {q: ...}; see CONTRIBUTING.md"
@@ -378,7 +376,7 @@ def typed_figures_errors(path: str | Path, label: str | None = None) -> list[str
 
 
 def typed_figures_problems(docs_dir: str | Path) -> list[str]:
-    """Rule 5 for every lesson under ``docs_dir``: what :data:`TYPED_FIGURES_ENFORCED` turns on."""
+    """Rule 5 for every lesson under ``docs_dir``: one message per typed figure."""
     docs = Path(docs_dir)
     return [
         problem

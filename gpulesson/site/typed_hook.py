@@ -1,4 +1,4 @@
-"""MkDocs hook: the ``{q: ...}`` marker, and the typed-figures lesson rule when it is on.
+"""MkDocs hook: the ``{q: ...}`` marker, and the typed-figures lesson rule.
 
 Named in ``mkdocs.yml`` under ``hooks:``.
 
@@ -6,10 +6,9 @@ Named in ``mkdocs.yml`` under ``hooks:``.
   converted (:func:`gpulesson.site.course_rules.render_quoted`; never inside code): a figure
   quoted from a cited source or a teaching estimate, typed on purpose.
 - ``on_config`` checks every lesson for figures typed into its prose
-  (:func:`gpulesson.site.course_rules.typed_figures_problems`) when
-  :data:`gpulesson.site.course_rules.TYPED_FIGURES_ENFORCED` is True. Each figure is one
-  build warning naming file, line, the figure and the fix, so ``mkdocs build --strict``
-  stops on any, and a non-strict ``mkdocs serve`` still shows the page being fixed.
+  (:func:`gpulesson.site.course_rules.typed_figures_problems`). Each figure is one build
+  warning naming file, line, the figure and the fix, so ``mkdocs build --strict`` stops on
+  any, and a non-strict ``mkdocs serve`` still shows the page being fixed.
 """
 
 from __future__ import annotations
@@ -32,9 +31,8 @@ def check_typed_figures(docs_dir: str | Path) -> list[str]:
 
 
 def on_config(config: Any) -> Any:
-    """Run the typed-figures rule on the lessons when it is enforced."""
-    if course_rules.TYPED_FIGURES_ENFORCED:
-        check_typed_figures(config["docs_dir"])
+    """Run the typed-figures rule on the lessons."""
+    check_typed_figures(config["docs_dir"])
     return config
 
 
