@@ -390,3 +390,35 @@ def test_a_real_build_refuses_the_bad_bundle_in_one_line_naming_file_and_field(
     assert len(lines) == 1, result.stderr[-3000:]
     assert words in lines[0] and (f"{field}: " in lines[0] if field else True), lines[0]
     assert "Traceback" not in result.stderr and "Error:" not in result.stdout
+
+
+def test_a_real_build_refuses_an_unsourced_published_row_in_one_line(repo_copy, tmp_path):
+    """The package's published rows are checked when the build starts, like the bundles."""
+    data_file = repo_copy / "gpulesson" / "results" / "published.json"
+    original = data_file.read_text(encoding="utf-8")
+    data = json.loads(original)
+    rows = data["rows"] if isinstance(data, dict) else data
+    del rows[2]["source"]
+    data_file.write_text(json.dumps(data), encoding="utf-8")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPULESSON_")}
+    environ.update(
+        NO_MKDOCS_2_WARNING="1",
+        PYTHONPATH=str(repo_copy),
+        GPULESSON_CACHE_DIR=str(tmp_path / "cache"),
+    )
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+            cwd=repo_copy,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        data_file.write_text(original, encoding="utf-8")
+    assert result.returncode != 0
+    wanted = "package data refused: gpulesson/results/published.json: rows: 3 ("
+    lines = [line for line in result.stderr.splitlines() if wanted in line]
+    assert len(lines) == 1 and "): source: missing; add it" in lines[0], result.stderr[-3000:]
+    assert "Traceback" not in result.stderr

@@ -74,3 +74,10 @@ def test_the_record_names_a_kind_for_every_number_behind_a_claim(record):
     for c in record["claims"]:
         assert set(c["kinds"]) == set(c["numbers"]), (c["page"], c["rule"])
         assert set(c["kinds"].values()) <= set(facts.KINDS)
+
+
+def test_a_page_shows_at_most_one_spread_warning(built_site: Path):
+    """Noise warnings of a page's timed tables are gathered into one (spread_notes)."""
+    for page in sorted((built_site / "lessons").glob("*/index.html")):
+        html = page.read_text(encoding="utf-8")
+        assert html.count('<p class="admonition-title">Spread warning</p>') <= 1, page

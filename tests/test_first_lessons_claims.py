@@ -116,7 +116,7 @@ def test_where_to_run_answers_exercise_2_from_the_example_rates():
     big = next(r for r in card_rates() if r.vram_gb == 80)
     runs, hours, lost = values["where.ex_runs"], values["where.ex_hours"], values["where.ex_lost"]
     question = _text("where-to-run").split("2. You plan ")[1].split("\n\n")[0]
-    assert question.startswith(f"{runs} runs of {{q: {hours} hours}} on the 80 GB example")
+    assert question.startswith(f"{runs} runs of {{q: {hours} hours}} on the {{q: 80 GB}} example")
     assert lost == 4 and "if four runs are preempted halfway" in question
     (answer,) = [out for out in run.printed.values() if out.startswith("On demand: $")]
     on_demand, spot = big.on_demand_usd_per_h * hours * runs, big.spot_usd_per_h * hours * runs

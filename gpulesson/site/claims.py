@@ -588,6 +588,7 @@ def checks_html(page_claims: list[Claim], record_url: str) -> str:
     summary = f"What this page checked: {counts[HOLDS]} of {len(page_claims)} hold"
     items = "\n".join(_check_item(c, record_url) for c in page_claims)
     return (
-        f'\n<details class="gl-checks" id="gl-checks"><summary>{html.escape(summary)}</summary>\n'
+        f'\n<details class="gl-checks" id="gl-checks" data-search-exclude>'
+        f"<summary>{html.escape(summary)}</summary>\n"
         f"<ol>\n{items}\n</ol>\n</details>\n"
     )

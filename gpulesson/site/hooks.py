@@ -13,10 +13,11 @@ or of ``snippets/`` changes (:func:`package_signature`, compared at each ``on_co
 or a file a module in the worker read changes (the worker's ``stale`` answer): then a
 new worker starts, so the next rebuild runs the code now on disk. Nothing is purged
 from ``sys.modules`` here: the modules the hooks themselves import (this file,
-``exec_cache``, ``exec_timing``, ``facts``, ``claims``, ``provenance``, ``block_runner``,
-and through the other hooks ``content``, ``labs``, ``glossary``, ``notebooks``,
-``memory.planner``) are imported once per ``mkdocs serve``, so an edit to one of those
-needs a restart of ``mkdocs serve``. Executed Python blocks go through
+``exec_cache``, ``exec_timing``, ``facts``, ``claims``, ``claim_fence``, ``spread_notes``,
+``provenance``, ``results_pages``, ``block_runner``, and through the other hooks
+``content``, ``labs``, ``glossary``, ``notebooks``, ``course_rules``, ``memory.planner``)
+are imported once per ``mkdocs serve``, so an edit to one of those needs a restart of
+``mkdocs serve``. Executed Python blocks go through
 ``gpulesson.site.exec_cache`` (a disk cache keyed by code, options and what each block
 read); a block that fails, exits, crashes, hangs or calls ``warnings.warn`` fails the
 build with its page and id. The time each page spends in blocks is logged at the end
@@ -39,6 +40,7 @@ import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
+from gpulesson.results import datasheets, published
 from gpulesson.site import (
     block_runner,
     claim_fence,
@@ -49,6 +51,7 @@ from gpulesson.site import (
     gpu_figures,
     provenance,
     results_pages,
+    spread_notes,
 )
 from gpulesson.site.provenance import BuildRecord
 
@@ -231,10 +234,11 @@ def worker_setup(config: Any, package_dir: Path) -> dict[str, Any]:
 
 
 def bundles_error(results_dir: Path) -> str | None:
-    """One line naming the first result bundle under ``results_dir`` that pages cannot carry.
+    """One line naming the first data file that pages cannot carry, else None.
 
-    Checked once when the build starts, so a contributed bundle that is refused stops the
-    build with its file and field, before any block reads it (never a traceback).
+    Checked once when the build starts, before any block reads them, so a refused file
+    stops the build with its file, row and field (never a traceback): the result bundles
+    under ``results_dir``, then the package's published rows and datasheet table.
 
     >>> bundles_error(Path("/no/such/folder")) is None
     True
@@ -246,6 +250,11 @@ def bundles_error(results_dir: Path) -> str | None:
             f"result bundle refused: {error}. Fix the bundle or remove it; "
             "results/README.md says what a bundle holds"
         )
+    try:
+        published.load()
+        datasheets.all_rows()
+    except ValueError as error:
+        return f"package data refused: {error}"
     return None
 
 
@@ -372,11 +381,11 @@ def on_env(env: Any, config: Any, files: Any) -> Any:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Close the page's execution timing; list the page's checks at its end."""
+    """Close the page's execution timing; gather its spread warnings; list its checks."""
     exec_cache.settings().recorder.end_page()
     page_path = getattr(getattr(page, "file", None), "src_uri", None) or page.url
     made = [c for c in claims.claims() if c.page == page_path]
-    return html + claims.checks_html(made, record_url_for(page.url))
+    return spread_notes.collapse(html) + claims.checks_html(made, record_url_for(page.url))
 
 
 def _claims_log() -> logging.Logger:

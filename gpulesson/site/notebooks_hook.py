@@ -38,6 +38,7 @@ _OUTSIDE_LOADERS = re.compile(
 )
 _STYLE = re.compile(r"<style[^>]*>.*?</style>", re.DOTALL)
 _CODE_AREA = re.compile(r'<div class="highlight-ipynb hl-(\w+)"><pre>')
+_MARKDOWN_CODE = '<div class="highlight"><pre>'  # a fenced block in a Markdown cell
 
 
 def restyle_notebook_html(content: str) -> str:
@@ -45,16 +46,19 @@ def restyle_notebook_html(content: str) -> str:
 
     nbconvert inlines Pygments' default colours, several of which are below WCAG AA
     contrast on the theme's code background in light or dark mode; the theme's own
-    ``.highlight`` colours pass in both. A code area that scrolls sideways gets
-    ``tabindex="0"`` so keyboard users can scroll it.
+    ``.highlight`` colours pass in both. A code area (a code cell's, or a fenced block in a
+    Markdown cell) gets ``tabindex="0"`` so keyboard users can scroll it sideways.
 
     >>> html = '<style>td.linenos .normal {}</style><div class="highlight-ipynb hl-python"><pre>'
     >>> restyle_notebook_html(html)
     '<div class="highlight highlight-ipynb hl-python"><pre tabindex="0">'
+    >>> restyle_notebook_html('<li><div class="highlight"><pre>msg</pre></div></li>')
+    '<li><div class="highlight"><pre tabindex="0">msg</pre></div></li>'
     """
     content = _OUTSIDE_LOADERS.sub("", content)
     content = _STYLE.sub(lambda m: "" if "td.linenos" in m.group(0) else m.group(0), content)
     focusable = r'<div class="highlight highlight-ipynb hl-\1"><pre tabindex="0">'
+    content = content.replace(_MARKDOWN_CODE, '<div class="highlight"><pre tabindex="0">')
     return _CODE_AREA.sub(focusable, content)
 
 
