@@ -6,7 +6,9 @@ prints, each timed as the contributor would see it (a new process per build):
 * a cold strict build with an empty cache of executed results,
 * a strict rebuild after a prose-only edit (every block should come from the cache;
   median of three),
-* a strict rebuild after an edit to gpulesson (every block should run again),
+* a strict rebuild after a comment in a module no block imports (no block should run
+  again), then after a comment in ``gpulesson/errors/scan.py`` (only the blocks that import
+  it should),
 * inside ``mkdocs serve``: the time from a prose edit to the finished rebuild, and
   whether an edit to a renderer in gpulesson shows on the served page without a restart,
 * the slowest pages of the cold build.
@@ -225,7 +227,11 @@ def main() -> None:
             append(repo / "docs" / slowest, f"\n\nSentence {attempt} added by the benchmark.\n")
             prose_builds.append(build(repo, tmp / f"site-prose-{attempt}"))
         prose = sorted(prose_builds, key=lambda b: b.wall_s)[REPEATS // 2]  # the median
-        append(repo / "gpulesson" / "units.py", "\n# edited by the benchmark\n")
+        # The cache is keyed on what each block read: a module no block imports re-runs none,
+        # a module some blocks import re-runs those and only those.
+        append(repo / "gpulesson" / "__main__.py", "\n# edited by the benchmark\n")
+        unused = build(repo, tmp / "site-unused-module")
+        append(repo / "gpulesson" / "errors" / "scan.py", "\n# edited by the benchmark\n")
         package = build(repo, tmp / "site-package")
 
         share = prose.wall_s / cold.wall_s
@@ -241,9 +247,15 @@ def main() -> None:
             f"{verdict(share <= PROSE_SHARE and prose.ran == prose.uncacheable)}"
         )
         print(
-            f"rebuild after a gpulesson edit:    {package.wall_s:6.1f} s  "
-            f"{package.ran} ran, {package.cached} from cache  "
-            f"every block re-ran: {verdict(package.cached == 0 and package.ran == cold.ran)}"
+            f"rebuild after a comment in a module no block imports (gpulesson/__main__.py): "
+            f"{unused.wall_s:.1f} s  {unused.ran} ran ({unused.uncacheable} never cached), "
+            f"{unused.cached} from cache  re-ran none: {verdict(unused.ran == unused.uncacheable)}"
+        )
+        only_some = unused.uncacheable < package.ran < cold.ran
+        print(
+            f"rebuild after a comment in errors/scan.py: {package.wall_s:.1f} s  "
+            f"{package.ran} ran ({package.uncacheable} never cached), {package.cached} from cache"
+            f"  re-ran only the blocks that import it: {verdict(only_some)}"
         )
         if not args.no_serve:
             prose_s, renderer_s, shown = serve_checks(repo)
