@@ -442,3 +442,21 @@ def test_no_serious_accessibility_violations_in_the_dark_scheme(
     assert 0 < len(sample) < len(light_pass)
     found = [f for visit in _scan(browser, site_url, sample, "dark") for f in visit.serious]
     assert found == [], f"dark scheme, sample {sample}"
+
+
+def test_a_check_mark_shows_its_rule_on_hover_and_leads_to_the_page_s_checks(
+    site_url: str, watched
+):
+    page = watched.open(site_url + "lessons/timing/")
+    mark = page.locator("a.gl-claim-holds").first
+    mark.hover()
+    title = mark.get_attribute("title") or ""
+    assert title.startswith("Checked at build: ") and " with " in title
+    assert "(checked on this build)" not in page.inner_text("article")
+    assert page.locator("details#gl-checks").get_attribute("open") is None  # collapsed
+    mark.click()
+    page.evaluate("document.querySelector('details#gl-checks').open = true")
+    entry = page.locator(mark.get_attribute("href") or "")
+    assert entry.is_visible() and "holds" in entry.inner_text()
+    assert "Rule " in entry.inner_text() and "flips with" in entry.inner_text()
+    assert watched.errors == []

@@ -356,6 +356,24 @@ def repo_copy(tmp_path_factory) -> Path:
     return copy
 
 
+def _strict_build(repo_copy: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict`` of the copy, with its own package and an empty cache."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPULESSON_")}
+    environ.update(
+        NO_MKDOCS_2_WARNING="1",
+        PYTHONPATH=str(repo_copy),
+        GPULESSON_CACHE_DIR=str(tmp_path / "cache"),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=repo_copy,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 @pytest.mark.parametrize("name", BUILD_CASES)
 def test_a_real_build_refuses_the_bad_bundle_in_one_line_naming_file_and_field(
     name, repo_copy, tmp_path
@@ -368,20 +386,7 @@ def test_a_real_build_refuses_the_bad_bundle_in_one_line_naming_file_and_field(
     community = repo_copy / "results" / "community"
     shutil.rmtree(community, ignore_errors=True)
     _case_file(community, name)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPULESSON_")}
-    environ.update(
-        NO_MKDOCS_2_WARNING="1",
-        PYTHONPATH=str(repo_copy),
-        GPULESSON_CACHE_DIR=str(tmp_path / "cache"),
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-        cwd=repo_copy,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = _strict_build(repo_copy, tmp_path)
     shutil.rmtree(community)
     assert result.returncode != 0
     _, field, words = CASES[name]
@@ -400,21 +405,8 @@ def test_a_real_build_refuses_an_unsourced_published_row_in_one_line(repo_copy, 
     rows = data["rows"] if isinstance(data, dict) else data
     del rows[2]["source"]
     data_file.write_text(json.dumps(data), encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPULESSON_")}
-    environ.update(
-        NO_MKDOCS_2_WARNING="1",
-        PYTHONPATH=str(repo_copy),
-        GPULESSON_CACHE_DIR=str(tmp_path / "cache"),
-    )
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-            cwd=repo_copy,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        result = _strict_build(repo_copy, tmp_path)
     finally:
         data_file.write_text(original, encoding="utf-8")
     assert result.returncode != 0
