@@ -259,15 +259,26 @@ def props() -> type[_Props]:
     return _Props
 
 
-def mkdocs_build(site_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
+def mkdocs_build(
+    site_dir: Path, *, root: Path = REPO, timeout_s: int = 900, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict`` of ``root`` (the repository, or a test's copy of it).
+
+    A copy builds with its own package (``PYTHONPATH``) and, through ``env``, its own
+    cache; the ``GPULESSON_*`` variables of the calling shell are left out of a copy's build.
+    """
+    environment = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    if root != REPO:
+        environment = {k: v for k, v in environment.items() if not k.startswith("GPULESSON_")}
+        environment["PYTHONPATH"] = str(root)
+    environment.update(env)
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site_dir)],
-        cwd=REPO,
+        cwd=root,
         env=environment,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout_s,
     )
 
 

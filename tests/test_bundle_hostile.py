@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from gpulesson.results import bundle as B
 from gpulesson.results import bundle_input
 from gpulesson.results.compare import load_dir
-from tests.conftest import REPO
+from tests.conftest import REPO, mkdocs_build
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H100 = FIXTURES / "bundles" / "fixture_h100.json"
@@ -358,19 +357,11 @@ def repo_copy(tmp_path_factory) -> Path:
 
 def _strict_build(repo_copy: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """``mkdocs build --strict`` of the copy, with its own package and an empty cache."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPULESSON_")}
-    environ.update(
-        NO_MKDOCS_2_WARNING="1",
-        PYTHONPATH=str(repo_copy),
+    return mkdocs_build(
+        tmp_path / "site",
+        root=repo_copy,
+        timeout_s=300,
         GPULESSON_CACHE_DIR=str(tmp_path / "cache"),
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-        cwd=repo_copy,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
 
 

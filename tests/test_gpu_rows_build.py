@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import mkdocs_build
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
@@ -61,18 +60,7 @@ def bundle_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(REPO, copy, ignore=_skip, symlinks=True)
     (copy / "results" / "reference").mkdir(parents=True, exist_ok=True)
     shutil.copy(FIXTURE, copy / "results" / "reference" / FIXTURE.name)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPULESSON_")}
-    environ.update(
-        NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(copy), GPULESSON_CACHE_DIR=str(tmp / "cache")
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp / "site")],
-        cwd=copy,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result = mkdocs_build(tmp / "site", root=copy, GPULESSON_CACHE_DIR=str(tmp / "cache"))
     assert result.returncode == 0, result.stderr[-4000:]
     return tmp / "site"
 
