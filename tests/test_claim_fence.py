@@ -105,3 +105,11 @@ def test_the_checks_list_escapes_every_string_and_links_each_entry():
     assert "<b>" not in out and "&lt;b&gt;50&lt;/b&gt;" in out
     assert 'id="gl-check-1"' in out and 'href="../../build-record.json"' in out
     assert "demo.rate = 50 GB/s (measured)" in out and "a 60% change" in out
+
+
+def test_a_quoted_figure_in_a_claim_is_marked_on_the_page_and_plain_in_the_checks_list():
+    options = _options("claim", rule="demo.rate < demo.peak")
+    out = claim_fence.to_markdown("claim", "{demo.rate:.0f} GB/s on the {q: 24 GiB} card.", options)
+    assert out.startswith('50 GB/s on the <span class="gl-q" title="Quoted')
+    listed = claims.checks_html(claims.claims(), "build-record.json")
+    assert "50 GB/s on the 24 GiB card." in listed and "gl-q" not in listed

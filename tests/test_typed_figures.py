@@ -38,6 +38,15 @@ def test_each_unit_is_a_figure(figure):
     assert _figures(f"The run takes {figure} here.") == [figure]
 
 
+def test_a_figure_typed_into_a_claim_or_describe_body_is_reported():
+    """Their bodies are prose: only the ``{fact}`` fields are filled by the build."""
+    text = '```claim rule="a.x > 1"\nIt holds {a.x:.1f} GB of the 24 GiB card.\n```'
+    assert typed_figures(text) == [
+        TypedFigure(2, "24 GiB", "It holds {a.x:.1f} GB of the 24 GiB card.")
+    ]
+    assert _figures("```describe\nIt rose 3.2x, to {d.share:.0%}.\n```") == ["3.2x"]
+
+
 def test_about_24_5_gb_multipliers_and_percentages_are_reported_with_their_lines():
     text = "# Title\n\nIt needs about 24.5 GB.\n\nThat is 12x faster, and 95% of the peak."
     assert typed_figures(text) == [
@@ -61,8 +70,8 @@ def test_about_24_5_gb_multipliers_and_percentages_are_reported_with_their_lines
         "Run `--card 80GiB` or ``about 24.5 GB``.",
         "```python\nx = 24.5  # GB\nprint('24.5 GB')\n```",
         "~~~\n24.5 GB\n~~~",
-        '```claim rule="a.x > 1"\nIt holds {a.x:.1f} GB, about 24.5 GB.\n```',
-        "```describe\nFrom batch 1 it rose 3.2x, to 95%.\n```",
+        '```claim rule="a.x > 1"\nIt holds {a.x:.1f} GB, above {a.y:.0f}% and {q: 24.5 GB}.\n```',
+        "```describe\nFrom batch 1 it rose {d.gain:.1f}x, to {d.share:.0%}.\n```",
         "    ````markdown\n    ```python\n    24 GB\n    ```\n    ````",
         "Read [the sheet](https://x.org/80GB-5ms.pdf) and <https://y.org/95%>.",
         "Read [the sheet][s].\n\n[s]: https://x.org/24.5GB",

@@ -46,7 +46,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from pymdownx.superfences import SuperFencesException
 
-from gpulesson.site import claims, facts
+from gpulesson.site import claims, course_rules, facts
 
 CLAIM = "claim"
 DESCRIBE = "describe"
@@ -108,12 +108,16 @@ def validator(
 
 
 def sentence(source: str) -> str:
-    """The block's body as one paragraph of Markdown: lines joined, outer space removed.
+    """The block's body as one paragraph of Markdown: lines joined, outer space removed, and
+    a quoted figure's ``{q: ...}`` marker made its span (so its braces are not a fact field).
 
     >>> sentence("  One line\\n  and the next.\\n")
     'One line and the next.'
+    >>> sentence("Of the {q: 24 GiB} card.")  # doctest: +ELLIPSIS
+    'Of the <span class="gl-q" title="Quoted ...">24 GiB</span> card.'
     """
-    return " ".join(line.strip() for line in source.strip().splitlines() if line.strip())
+    joined = " ".join(line.strip() for line in source.strip().splitlines() if line.strip())
+    return course_rules.render_quoted(joined)
 
 
 def evaluate_source(language: str, source: str, options: dict[str, Any]) -> claims.Claim:

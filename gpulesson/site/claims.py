@@ -55,6 +55,7 @@ import html
 import json
 import math
 import operator
+import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -535,6 +536,7 @@ def margin_text(margin: float | None) -> str:
     return f"a {1 + margin:.2g}-fold change"
 
 
+_QUOTED_SPAN = re.compile(r'<span class="gl-q" title="[^"]*">(.*?)</span>')
 _STATUS_WORDS = {
     HOLDS: "holds",
     FAILS: "does not hold on this build",
@@ -556,8 +558,9 @@ def _check_item(c: Claim, record_url: str) -> str:
         f'<li id="{CHECK_ANCHOR}{c.number}" class="gl-check gl-check-{esc(c.status)}">',
         f"<strong>{esc(_STATUS_WORDS[c.status])}</strong> ({what})",
     ]
-    if c.status != NOT_CHECKED:
-        parts.append(f": {esc(c.text)}")
+    if c.status != NOT_CHECKED:  # the sentence as text: its quoted-figure spans unwrapped
+        sentence = _QUOTED_SPAN.sub(lambda m: m.group(1), c.text)
+        parts.append(f": {esc(sentence)}")
     parts.append(f"<br>Rule <code>{esc(c.rule)}</code>")
     if numbers:
         parts.append(f" with {numbers}")

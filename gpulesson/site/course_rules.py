@@ -284,6 +284,31 @@ def _fenced_lines(lines: list[str]) -> set[int]:
     return inside
 
 
+#: Fenced blocks whose body is prose filled from facts (gpulesson.site.claim_fence): the
+#: rule reads their text, with the ``{fact}`` fields blanked.
+FACT_FENCES = ("claim", "describe")
+_FIELD = re.compile(r"\{[^{}\n]*\}")
+
+
+def _fact_fence_bodies(lines: list[str]) -> set[int]:
+    """The indexes of the body lines of ``claim`` and ``describe`` blocks (fences excluded)."""
+    bodies: set[int] = set()
+    fence, prose = None, False
+    for i, line in enumerate(lines):
+        if fence is None:
+            opened = _FENCE_OPEN.match(line)
+            if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+                fence = opened.group(1)
+                prose = opened.group(2).strip().split(" ")[0] in FACT_FENCES
+        else:
+            closing = line.strip()
+            if closing.startswith(fence[0] * len(fence)) and not closing.strip(fence[0]):
+                fence = None
+            elif prose:
+                bodies.add(i)
+    return bodies
+
+
 def _front_matter_end(lines: list[str]) -> int:
     """How many lines the YAML front matter takes (0 when the page has none)."""
     if lines and lines[0].rstrip() == "---":
@@ -296,16 +321,24 @@ def _front_matter_end(lines: list[str]) -> int:
 def prose_only(markdown: str) -> str:
     """``markdown`` with everything that is not prose blanked, line by line, in place.
 
-    Blanked: YAML front matter, fenced code blocks (any language, ``claim`` and ``describe``
-    too), HTML comments, inline code spans, link targets and bare URLs, reference-link and
+    Blanked: YAML front matter, fenced code blocks (any language; of ``claim`` and
+    ``describe`` blocks, whose bodies are prose, only the fences and the ``{fact}`` fields),
+    HTML comments, inline code spans, link targets and bare URLs, reference-link and
     abbreviation definitions, HTML tags, attribute lists, ``{q: ...}`` markers and the
     datasheet table's product names.
 
     >>> prose_only("A `24 GB` [card](https://x.org/80GB) <!-- 5 ms --> has {q: 84 GB}.").split()
     ['A', '[card]', 'has', '.']
+    >>> prose_only("```describe\\nRead {d.gb:.0f} GB of 24 GB.\\n```").split()
+    ['Read', 'GB', 'of', '24', 'GB.']
     """
     lines = markdown.split("\n")
-    skip = _fenced_lines(lines) | set(range(_front_matter_end(lines)))
+    bodies = _fact_fence_bodies(lines)
+    lines = [
+        _FIELD.sub(_blank, _Q_MARKER.sub(_blank, line)) if i in bodies else line
+        for i, line in enumerate(lines)
+    ]
+    skip = (_fenced_lines(lines) - bodies) | set(range(_front_matter_end(lines)))
     text = "\n".join(" " * len(line) if i in skip else line for i, line in enumerate(lines))
     for pattern in (_COMMENT, _CODE_SPAN, _Q_MARKER, _DEFINITION_LINE, _ABBREVIATION_LINE):
         text = pattern.sub(_blank, text)
