@@ -44,7 +44,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from gpulesson.text import inert as markdown_text  # the one escaping helper; kept under this name
 from gpulesson.units import format_gb, format_gib
 
 PCI_ROOT = Path("/sys/bus/pci/devices")
@@ -591,31 +590,6 @@ def to_text(report: ProbeReport) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(report: ProbeReport) -> str:
-    """A Markdown table with the verdict as an admonition; every machine fact is escaped.
-
-    >>> from dataclasses import replace
-    >>> hostile = "<img src=x onerror=alert(1)>"
-    >>> report = replace(probe(), cuda_visible_devices=hostile, cpu_model=hostile)
-    >>> report = replace(report, verdict=replace(report.verdict, summary=hostile))
-    >>> "<img" in to_markdown(report), "&lt;img" in to_markdown(report)
-    (False, True)
-    """
-    lines = ["| question | answer |", "|---|---|"]
-    lines += [f"| {key} | {markdown_text(value)} |" for key, value in _rows(report)]
-    kind = "success" if report.verdict.code == "ok" else "info"
-    lines += [
-        "",
-        f'!!! {kind} "Verdict: {report.verdict.case}"',
-        f"    {markdown_text(_verdict_line(report.verdict))}",  # machine facts inside
-        "",
-        f"    **Next step:** {report.verdict.fix}",
-    ]
-    for problem in report.problems:
-        lines += ["", f"    Probe step failed: {markdown_text(problem)}"]
-    return "\n".join(lines)
-
-
 def _machine(
     *,
     driver: str | None,
@@ -688,12 +662,3 @@ def classify_examples(
     ['ok', 'ok', '0', '1', '2', '2b', '3']
     """
     return tuple((machine, classify(machine.facts)) for machine in machines)
-
-
-def cases_markdown(rows: tuple[tuple[ExampleMachine, Verdict], ...]) -> str:
-    """The diagnosis tree as a table: one example machine per case, with its verdict."""
-    lines = ["| machine | case | what it means | next step |", "|---|---|---|---|"]
-    for machine, verdict in rows:
-        case = f"{verdict.code} `{verdict.case}`"
-        lines.append(f"| {machine.label} | {case} | {verdict.summary} | {verdict.fix} |")
-    return "\n".join(lines)

@@ -22,8 +22,9 @@ import pytest
 import torch
 
 from gpulesson.cli import bench as cli_bench
+from gpulesson.course.timing import illusion_markdown, launch_markdown
+from gpulesson.course.why_gpus import NO_CUDA_TEXT, comparison_markdown, sweep_chart
 from gpulesson.timing import bench, inputs, launch, results
-from gpulesson.timing import render as bench_render
 from gpulesson.timing.results import MatmulResult, OpResult
 from gpulesson.units import GIB
 from tests.conftest import REPO
@@ -99,7 +100,7 @@ def test_comparison_speedup_crossover_and_transfer_bound():
     assert comparison.speedup(256) == pytest.approx(6.0)
     assert comparison.crossover_n == 128
     assert comparison.transfer_bound_up_to_n == 128
-    page = bench_render.comparison_markdown(comparison)
+    page = comparison_markdown(comparison)
     assert "cuda/CPU speedup" in page and "6.00x" in page
     assert "from n = 128 on" in page and "Up to n = 128" in page
     assert comparison.best_cpu is cpu[2]  # 2 x 256^3 / 6e-4 s = 5.6e10 beats 5.2e10 and 5.2e10
@@ -108,10 +109,10 @@ def test_comparison_speedup_crossover_and_transfer_bound():
 def test_comparison_without_gpu_says_so_and_invents_nothing():
     cpu = (_result("cpu", 64, 1e-5),)
     alone = results.SweepComparison(cpu=cpu, gpu=(), gpu_device=None)
-    page = bench_render.comparison_markdown(alone)
-    assert bench_render.NO_CUDA_TEXT in page
+    page = comparison_markdown(alone)
+    assert NO_CUDA_TEXT in page
     assert "speedup" in page and "x |" not in page
-    assert "CPU" in bench_render.sweep_chart(alone)
+    assert "CPU" in sweep_chart(alone)
 
 
 # --- barriers per backend -------------------------------------------------------------
@@ -192,7 +193,7 @@ def test_cpu_illusion_ratio_is_computed_from_its_parts():
     assert r.inflation == pytest.approx(r.honest.median_s / r.naive.median_s)
     assert r.kernel_s == pytest.approx(max(r.honest.median_s - r.naive.median_s, 0))
     assert not r.naive.closing_barrier
-    assert "about 1" in bench_render.illusion_markdown(r)
+    assert "about 1" in illusion_markdown(r)
 
 
 def test_launch_overhead_on_a_cpu_is_a_tiny_ops_cost_per_call(monkeypatch):
@@ -200,7 +201,7 @@ def test_launch_overhead_on_a_cpu_is_a_tiny_ops_cost_per_call(monkeypatch):
     assert (r.device, r.eager.mode, r.eager.threads, r.graph) == ("cpu", "eager", 1, None)
     assert r.eager.repeats >= bench.MIN_SAMPLES and r.eager.calls_per_sample > 1
     assert r.median_s == r.eager.median_s and 0 < r.median_s < 1e-3
-    page = bench_render.launch_markdown(r)
+    page = launch_markdown(r)
     assert "not a kernel launch" in page and "on this CPU" in page
     with pytest.raises(ValueError, match="CUDA graphs need a CUDA device"):
         launch.measure_launch_overhead("cpu", graph=True)
@@ -577,7 +578,7 @@ gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device; this machine
 @gpu
 def test_gpu_naive_time_is_far_below_the_honest_time():
     r = bench.async_illusion(4096, "cuda", min_run_time_s=0.2)
-    assert r.naive.median_s < r.honest.median_s / 5, bench_render.illusion_markdown(r)
+    assert r.naive.median_s < r.honest.median_s / 5, illusion_markdown(r)
 
 
 @pytest.mark.gpu
@@ -618,8 +619,8 @@ def test_gpu_matmul_has_no_nan(dtype):
 def test_gpu_launch_costs_microseconds_and_a_graph_replay_costs_less():
     r = launch.measure_launch_overhead("cuda", min_run_time_s=0.2)
     assert r.graph is not None and r.graph.mode == "cuda-graph"
-    assert 1e-7 < r.median_s < 1e-4, bench_render.launch_markdown(r)  # microseconds, not ms
-    assert r.graph.median_s < r.median_s, bench_render.launch_markdown(r)
+    assert 1e-7 < r.median_s < 1e-4, launch_markdown(r)  # microseconds, not ms
+    assert r.graph.median_s < r.median_s, launch_markdown(r)
     assert r.graph.calls_per_sample % launch.GRAPH_OPS == 0
 
 

@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+from gpulesson.course.timing import launch_correction_markdown, launch_markdown
+from gpulesson.course.why_gpus import cpu_peak_markdown, flops_markdown
 from gpulesson.timing import peak, teaching
 from gpulesson.timing import render as bench_render
 from gpulesson.timing.results import (
@@ -53,7 +55,7 @@ def test_launch_correction_puts_the_source_beside_the_cited_range():
     assert c.naive_speedup_range == pytest.approx((5.0 / 10e-6, 5.0 / 5e-6))
     kernel = 2 * 5000**3 / 8.1e12  # a T4's datasheet fp32 peak, "Single-Precision 8.1 TFLOPS"
     assert c.illusion_range == pytest.approx(((kernel + 10e-6) / 10e-6, (kernel + 5e-6) / 5e-6))
-    page = bench_render.launch_correction_markdown(c)
+    page = launch_correction_markdown(c)
     assert "Teaching estimate" in page and "launch 10 µs" in page and "launch 5 µs" in page
     assert "a T4's datasheet fp32 peak" in page
     assert "| speedup, naive | 5 s / naive | 1,000x | 500,000x | 1,000,000x |" in page
@@ -64,7 +66,7 @@ def test_launch_markdown_labels_a_cpu_figure_as_not_a_launch():
     eager = LaunchTiming(
         device="cpu", mode="eager", threads=2, samples_s=(3e-6, 3e-6, 3e-6), calls_per_sample=9
     )
-    cpu = bench_render.launch_markdown(LaunchOverhead(device="cpu", op="add", eager=eager))
+    cpu = launch_markdown(LaunchOverhead(device="cpu", op="add", eager=eager))
     assert "not a kernel launch" in cpu and "3 µs" in cpu and "| 3 | 0 | 3 | 9 |" in cpu
     gpu_eager = LaunchTiming(
         device="cuda", mode="eager", threads=2, samples_s=(6e-6,), calls_per_sample=9
@@ -72,9 +74,7 @@ def test_launch_markdown_labels_a_cpu_figure_as_not_a_launch():
     graph = LaunchTiming(
         device="cuda", mode="cuda-graph", threads=2, samples_s=(2e-6,), calls_per_sample=900
     )
-    gpu = bench_render.launch_markdown(
-        LaunchOverhead(device="cuda", op="add", eager=gpu_eager, graph=graph)
-    )
+    gpu = launch_markdown(LaunchOverhead(device="cuda", op="add", eager=gpu_eager, graph=graph))
     assert "not a kernel launch" not in gpu
     assert "6 µs per call" in gpu and "833 times less than the source's 5 ms" in gpu
     assert "CUDA graph replay" in gpu and "costs 2 µs" in gpu
@@ -87,7 +87,7 @@ def test_flop_counts_and_their_table():
     assert matmul_flops(5000) == 2.5e11
     counts = flop_counts((5000, 4000))
     assert counts[1].relative_to_first == pytest.approx(0.512)
-    page = bench_render.flops_markdown(counts)
+    page = flops_markdown(counts)
     assert "2.5 x 10^11" in page and "0.512x" in page
     with pytest.raises(ValueError, match="no sizes"):
         flop_counts(())
@@ -200,7 +200,7 @@ def test_cpu_roof_prose_follows_the_measured_rate(gflops, verdict, needle):
     roof = peak.cpu_roof(gflops * 1e9, "a test sweep", threads=2, facts=facts)
     assert roof.verdict == verdict
     assert roof.fma_units_implied == pytest.approx(gflops * 1e9 / (2 * 8 * 2 * 2.445426e9))
-    page = bench_render.cpu_peak_markdown(roof)
+    page = cpu_peak_markdown(roof)
     assert needle in page and f"{gflops:,.1f} GFLOP/s" in page
     assert "| FMA units per core | not revealed |" in page
     assert "| peak per FMA unit (GFLOP/s) | 78.3 | 2 x 8 x 2 x 2.45 GHz |" in page
@@ -211,7 +211,7 @@ def test_cpu_roof_without_a_clock_uses_the_measured_rate_only():
     facts = peak.parse_cpu_facts("processor : 0\nflags : avx2\n", "x86_64", {0})
     roof = peak.cpu_roof(1e10, "a test", threads=1, facts=facts)
     assert roof.verdict == "unknown" and roof.fma_units_implied is None
-    page = bench_render.cpu_peak_markdown(roof)
+    page = cpu_peak_markdown(roof)
     assert "does not reveal its clock" in page and "| clock | not revealed |" in page
 
 

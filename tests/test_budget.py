@@ -8,6 +8,14 @@ import math
 
 import pytest
 
+from gpulesson.course.budget import (
+    levers_markdown,
+    logits_markdown,
+    recipes_markdown,
+    tradeoffs_markdown,
+)
+from gpulesson.course.capacity import capacity_markdown, verdicts_markdown
+from gpulesson.course.memory import to_markdown
 from gpulesson.memory import budget, capacity, recipes, terms
 from gpulesson.memory import render as budget_render
 from gpulesson.memory.budget import TransformerShape, estimate
@@ -63,7 +71,7 @@ def test_every_recipe_says_what_it_gives_up_and_bf16_pure_warns_about_precision(
     for r in recipes.PRESETS.values():
         assert len(r.gives_up) > 20, r.name
     assert "precision" in recipes.PRESETS["bf16-pure"].gives_up
-    assert "| amp | 16 |" in budget_render.tradeoffs_markdown(recipes.PRESETS)
+    assert "| amp | 16 |" in tradeoffs_markdown(recipes.PRESETS)
 
 
 def test_recipes_and_rows_are_built_with_keywords_only():
@@ -229,7 +237,7 @@ def test_logits_terms_name_the_three_tensors_alive_in_the_loss_backward():
     alive = [t for t in tensors if t.at_loss_backward]
     assert [t.total_bytes for t in alive] == [16 * 1024 * 50257 * 4] * 3
     assert tensors[0].dims == (("batch", 16), ("seq", 1024), ("vocab", 50257))
-    assert "16 x 1024 x 50257 x 4 B" in budget_render.logits_markdown(tensors)
+    assert "16 x 1024 x 50257 x 4 B" in logits_markdown(tensors)
     sliced = budget.logits_terms(estimate(shape=shape, preset="fp32", loss="chunked"))
     assert sliced[0].dims == (("slice tokens", 2048), ("vocab", 50257))
     with pytest.raises(ValueError, match="training budget"):
@@ -302,7 +310,7 @@ def test_capacity_table_matches_the_sources():
 
 def test_capacity_headers_come_from_the_data():
     uses = (capacity.CapacityUse(label="AMP training", preset="amp"),)
-    text = budget_render.capacity_markdown(capacity.capacity(uses=uses))
+    text = capacity_markdown(capacity.capacity(uses=uses))
     assert "AMP training, 16 B/param (billion params)" in text
     assert "| 80 | 74.51 | 5.0 |" in text
 
@@ -327,7 +335,7 @@ def test_levers_are_computed_before_rendering():
     )
     effect = table.effects[0]
     assert effect.peak_change == pytest.approx(effect.budget.total_bytes / (84 * GB) - 1)
-    assert "| 8-bit Adam |" in budget_render.levers_markdown(table)
+    assert "| 8-bit Adam |" in levers_markdown(table)
 
 
 def test_json_has_the_ledger_at_the_top_level():
@@ -349,13 +357,13 @@ def test_json_has_the_ledger_at_the_top_level():
 
 def test_renderers_name_their_units_and_take_results():
     b = estimate(7e9, preset="bf16")
-    assert "| term | GB |" in budget_render.to_markdown(b)
+    assert "| term | GB |" in to_markdown(b)
     assert "84.00 GB" in budget_render.to_text(b)
     assert "note: source 000" in budget_render.to_text(b)
-    assert "| 8 | 7.45 |" in budget_render.capacity_markdown(capacity.capacity())
-    recipes_md = budget_render.recipes_markdown({"fp16-fp32-grads": estimate(7e9, preset="sgd")})
+    assert "| 8 | 7.45 |" in capacity_markdown(capacity.capacity())
+    recipes_md = recipes_markdown({"fp16-fp32-grads": estimate(7e9, preset="sgd")})
     assert "| fp16-fp32-grads | fp16 | fp32 | none |" in recipes_md  # the budget's own recipe
-    verdicts = budget_render.verdicts_markdown((budget.fits(b, 80 * GB),))
+    verdicts = verdicts_markdown((budget.fits(b, 80 * GB),))
     assert "does not fit" in verdicts
 
 

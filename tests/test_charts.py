@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from gpulesson.course.roofline import roofline_chart
+from gpulesson.course.why_gpus import NO_CUDA_TEXT, sweep_chart
 from gpulesson.results import render as results_render
 from gpulesson.results.compare import load_dir
 from gpulesson.site import results_pages
 from gpulesson.timing import charts
-from gpulesson.timing import render as timing_render
 from gpulesson.timing.charts import Point, Series
 from gpulesson.timing.results import MatmulResult, OpResult, Roofline, SweepComparison
 
@@ -281,7 +282,7 @@ def test_sweep_chart_plots_the_comparisons_gflops():
     cpu = (_matmul("cpu", 64, 1e-4), _matmul("cpu", 128, 5e-4))
     gpu = (_matmul("cuda", 64, 1e-5), _matmul("cuda", 128, 2e-5))
     comparison = SweepComparison(cpu=cpu, gpu=gpu, gpu_device="cuda")
-    _, spec = _figure(timing_render.sweep_chart(comparison))
+    _, spec = _figure(sweep_chart(comparison))
     rows = spec["data"]["values"]
     assert [(r["series"], r["x"]) for r in rows] == [
         ("CPU", 64.0),
@@ -296,8 +297,8 @@ def test_sweep_chart_plots_the_comparisons_gflops():
 
 def test_sweep_chart_without_a_gpu_says_so_in_its_title():
     alone = SweepComparison(cpu=(_matmul("cpu", 64, 1e-4),), gpu=(), gpu_device=None)
-    root, spec = _figure(timing_render.sweep_chart(alone))
-    assert timing_render.NO_CUDA_TEXT in spec["title"]
+    root, spec = _figure(sweep_chart(alone))
+    assert NO_CUDA_TEXT in spec["title"]
     assert {r["series"] for r in spec["data"]["values"]} == {"CPU"}
 
 
@@ -318,7 +319,7 @@ def test_roofline_renderer_places_the_roofs_ops():
     peak = _op("matmul n=2048", 10**11, 10**8, 1.0)
     add = _op("add", 10**6, 12 * 10**6, 1e-3)
     roof = Roofline(device="cpu", bandwidth=copy, peak=peak, ops=(add, peak))
-    root, spec = _figure(timing_render.roofline_chart(roof))
+    root, spec = _figure(roofline_chart(roof))
     (ops,) = _layers(spec, "point")
     assert [(r["op"], r["x"], r["y"]) for r in ops["data"]["values"]] == [
         ("add", pytest.approx(add.intensity_flop_per_byte), pytest.approx(1.0)),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gpulesson.course.multi_gpu import bubble_markdown, zero_markdown
 from gpulesson.memory import parallel
 from gpulesson.memory.comm import ring_all_reduce_bytes, zero_tradeoffs
-from gpulesson.memory.comm_render import bubble_markdown, zero_markdown
 
 
 def test_megatron_sends_four_layer_outputs_per_layer_per_micro_batch():

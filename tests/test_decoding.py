@@ -7,12 +7,13 @@ import dataclasses
 import pytest
 import torch
 
+from gpulesson.course import decoding as course_decoding
+from gpulesson.course.budget import kv_cache_markdown
 from gpulesson.memory.budget import TransformerShape, estimate
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
-from gpulesson.memory.render import kv_cache_markdown
 from gpulesson.results import entries_decode
 from gpulesson.results.suite import Context, Device
-from gpulesson.timing import decode, decode_render, serving
+from gpulesson.timing import decode, serving
 from gpulesson.timing.results import OpResult
 from gpulesson.units import GIB, MIB
 
@@ -214,12 +215,12 @@ def test_headline_figures_check_the_rows_against_the_crossover():
 
 def test_the_decode_table_shows_every_batch_and_its_bounds():
     sweep = _sweep({1: 0.5, 64: 2.0})
-    table = decode_render.decode_markdown(sweep)
+    table = course_decoding.decode_markdown(sweep)
     assert "| 1 | 2 | 2 | 4 |" in table and "| 64 | 32 |" in table
     assert "memory |" in table and "compute |" in table
-    ceilings = decode_render.ceilings_markdown(sweep)
+    ceilings = course_decoding.ceilings_markdown(sweep)
     assert "10.0 GB/s" in ceilings and "| crossover batch | 20.0 |" in ceilings
-    chart = decode_render.decode_chart(sweep)
+    chart = course_decoding.decode_chart(sweep)
     assert "bandwidth bound" in chart and "compute bound" in chart
 
 
@@ -231,9 +232,9 @@ def test_gpu_bounds_come_from_the_datasheets():
     assert t4.crossover_batch == pytest.approx(65e12 / 320e9)
     assert t4.compute_bound_tokens_per_s == pytest.approx(65e12 / 14e9)
     assert t4.int4_crossover_batch == pytest.approx(t4.crossover_batch / 4)
-    table = decode_render.gpu_bounds_markdown(rows)
+    table = course_decoding.gpu_bounds_markdown(rows)
     assert "| NVIDIA T4 | 320 | 65.0 | 22.9 | 4,643 | 203 | 203 |" in table
-    quantized = decode_render.quantized_bounds_markdown(rows)
+    quantized = course_decoding.quantized_bounds_markdown(rows)
     assert "| NVIDIA T4 | 22.9 | 45.7 | 91.4 | 51 |" in quantized
     with pytest.raises(ValueError, match="apple-m4"):
         serving.gpu_bounds(7e9, ("apple-m4",))
@@ -248,15 +249,15 @@ def test_kv_growth_follows_the_formula_and_the_window_caps_it():
         assert row["GQA"] * 4 == row["MHA"] and row["MQA"] * 8 == row["GQA"]
         assert row["MLA"] == 32 * 576 * n * 2
     assert large["GQA + window"] == small["GQA"] * 4  # capped at 4,096 tokens
-    table = decode_render.kv_growth_markdown(growth)
+    table = course_decoding.kv_growth_markdown(growth)
     assert "| 65,536 | 32 | 8 | 1 | 0.5 | 2.25 | 14.9 |" in table
-    chart = decode_render.kv_growth_chart(growth, ("MHA", "GQA", "GQA + window", "MLA"))
+    chart = course_decoding.kv_growth_chart(growth, ("MHA", "GQA", "GQA + window", "MLA"))
     assert '"series":"weights","colour":"var(--gl-chart-4)"' in chart
     with pytest.raises(ValueError, match="at most 4 names"):
-        decode_render.kv_growth_chart(growth)
+        course_decoding.kv_growth_chart(growth)
     with pytest.raises(ValueError, match="no layout named 'XYZ'"):
-        decode_render.kv_growth_chart(growth, ("XYZ",))
-    per_token = decode_render.attention_layouts_markdown(growth)
+        course_decoding.kv_growth_chart(growth, ("XYZ",))
+    per_token = course_decoding.attention_layouts_markdown(growth)
     assert "| GQA | 2,048 | 2 x 8 KV heads x 128 | 128.0 | none |" in per_token
     assert (
         "kv_heads=3"
@@ -287,7 +288,7 @@ def test_overtake_and_reservation_arithmetic():
     r = serving.reservation(80 * GIB, 16 * 10**9, 131072)
     assert r.reserved_bytes == int(0.9 * 80 * GIB)
     assert r.kv_tokens == (r.reserved_bytes - 16 * 10**9) // 131072
-    assert "| weights | 14.9 |" in decode_render.reservation_markdown(r)
+    assert "| weights | 14.9 |" in course_decoding.reservation_markdown(r)
     with pytest.raises(ValueError, match="do not fit"):
         serving.reservation(8 * GIB, 16 * 10**9, 131072)
     with pytest.raises(ValueError, match="utilization=1.5"):
@@ -340,5 +341,5 @@ def test_a_measured_bundle_gives_the_page_its_gpu_rows_back(run_cli, tmp_path, m
     bundle = load(out)  # schema, consistency and plausibility checked
     sweep = entries_decode.gpu_sweep(bundle, on_cuda=False)
     assert sweep is not None and [r.batch for r in sweep.rows] == [1, 3]
-    assert "| 3 |" in decode_render.decode_markdown(sweep)
+    assert "| 3 |" in course_decoding.decode_markdown(sweep)
     assert entries_decode.gpu_sweep(None, on_cuda=False) is None

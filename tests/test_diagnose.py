@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from gpulesson import probe
+from gpulesson.course.fix_ladder import checkpointing_leftover_markdown, ladder_budget_markdown
+from gpulesson.course.oom import example_markdown, examples_table_markdown, to_markdown
 from gpulesson.errors import diagnose as dg
 from gpulesson.errors import fix_ladder
 from gpulesson.errors import render as diagnose_render
@@ -457,22 +459,24 @@ def test_the_largest_size_pytorch_prints_is_still_read():
 
 def test_renderers_carry_the_numbers():
     d = diagnosed("fragmentation")
-    text, markdown = diagnose_render.to_text(d), diagnose_render.to_markdown(d)
+    text, markdown = diagnose_render.to_text(d), to_markdown(d)
     assert "Verdict: fragmentation" in text and "2.00 GiB" in text
     assert "| Requested (one allocation) | 2.00 GiB" in markdown
     assert json.loads(diagnose_render.to_json(d))["requested_bytes"] == 2 * GIB
-    table = diagnose_render.examples_table_markdown({"fragmentation": d})
+    table = examples_table_markdown({"fragmentation": d})
     assert "| fragmentation | cuda oom | fragmentation | 2.00 GiB / 1.10 GiB / 23.68 GiB |" in table
-    example = diagnose_render.example_markdown("mps", EXAMPLES["mps"].message, diagnosed("mps"))
+    example = example_markdown("mps", EXAMPLES["mps"].message, diagnosed("mps"))
     assert "Example message (mps)" in example and "MPS backend out of memory" in example
 
 
 def test_renderers_do_not_compute():
     # A renderer takes results; none of them calls diagnose, estimate or reads a file.
-    tree = ast.parse((REPO / "gpulesson" / "errors" / "render.py").read_text())
+    paths = [REPO / "gpulesson" / "errors" / "render.py"]
+    paths += [REPO / "gpulesson" / "course" / f"{lesson}.py" for lesson in ("oom", "fix_ladder")]
     called = {
         node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        for node in ast.walk(tree)
+        for path in paths
+        for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Call)
     }
     assert not called & {"diagnose", "diagnose_all", "estimate", "ladder_budget_rows", "open"}
@@ -500,7 +504,7 @@ def test_the_ladder_is_priced_by_the_budget_module():
     assert by_name["Smaller batch"].vs_run_fraction == (
         (by_name["Smaller batch"].peak_bytes - base) / base
     )
-    assert "| Smaller batch | batch 16 → 8 |" in diagnose_render.ladder_budget_markdown(rows)
+    assert "| Smaller batch | batch 16 → 8 |" in ladder_budget_markdown(rows)
 
 
 def test_the_ladder_explains_what_checkpointing_leaves_from_the_computed_terms():
@@ -515,7 +519,7 @@ def test_the_ladder_explains_what_checkpointing_leaves_from_the_computed_terms()
     assert leftover.both_peak_bytes < leftover.checkpointed_peak_bytes - leftover.logits_bytes / 2
     chunked = rows["Chunked or fused cross-entropy"]
     assert chunked.peak_bytes < rows["—"].peak_bytes
-    text = diagnose_render.checkpointing_leftover_markdown(leftover)
+    text = checkpointing_leftover_markdown(leftover)
     assert f"{leftover.checkpointing_saving_fraction:.0%} less" in text
     assert "16 × 1,024 × 50,257" in text and f"{leftover.logits_bytes / 1e9:.1f} GB" in text
 

@@ -13,14 +13,11 @@ import psutil
 import pytest
 import torch
 
+from gpulesson.course.feeding import fusion_markdown, loader_markdown
+from gpulesson.course.inside_gpu import shapes_markdown
 from gpulesson.site.block_runner import BlockRunner
 from gpulesson.site.exec_cache import setup_request
 from gpulesson.timing import alignment, fusion, loader, syncs
-from gpulesson.timing.feeding_render import (
-    fusion_markdown,
-    loader_markdown,
-    shapes_markdown,
-)
 from tests.conftest import REPO
 
 TINY = loader.LoaderPlan(

@@ -13,7 +13,7 @@ import markdown
 import pytest
 import yaml
 
-from gpulesson.probe import markdown_text
+from gpulesson.course.software_stack import markdown_text
 from gpulesson.text import ELLIPSIS, MAX_CHARS, inert, script_json
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,11 +153,11 @@ DATA_FIELDS = {
 ROW_RENDERERS = {
     ("gpulesson/results/render.py", "bundles_markdown"): {"source", "created_utc", "device_type"},
     ("gpulesson/site/gpu_figures.py", "stamp_markdown"): {"file", "date", "device"},
-    ("gpulesson/timing/render.py", "datasheets_markdown"): {"name"},
-    ("gpulesson/timing/render.py", "gpu_peaks_markdown"): {"name"},
-    ("gpulesson/precision/render.py", "gpu_markdown"): {"label"},
-    ("gpulesson/timing/feeding_render.py", "rows_markdown"): {"label", "name"},
-    ("gpulesson/timing/render.py", "_sources"): {"title"},
+    ("gpulesson/course/roofline.py", "datasheets_markdown"): {"name"},
+    ("gpulesson/course/why_gpus.py", "gpu_peaks_markdown"): {"name"},
+    ("gpulesson/course/mixed_precision.py", "gpu_markdown"): {"label"},
+    ("gpulesson/course/feeding.py", "rows_markdown"): {"label", "name"},
+    ("gpulesson/course/why_gpus.py", "_sources"): {"title"},
 }
 #: Where a field goes into a row tuple that is escaped whole one line later.
 ESCAPED_LATER = {("gpulesson/site/provenance.py", "record_markdown")}
@@ -165,6 +165,7 @@ WRAPPERS = {"inert", "markdown_text", "escape"}  # html.escape: provenance's mar
 RENDERER_MODULES = sorted(
     {
         *(p.relative_to(REPO).as_posix() for p in (REPO / "gpulesson").rglob("*render*.py")),
+        *(p.relative_to(REPO).as_posix() for p in (REPO / "gpulesson" / "course").glob("*.py")),
         "gpulesson/timing/charts.py",
         "gpulesson/probe.py",
         *(
@@ -245,7 +246,7 @@ def test_no_renderer_interpolates_a_data_field_without_the_helper():
             "inert(p.driver_version or MISSING)",
             "f'{p.driver_version or MISSING}'",
         ),
-        ("gpulesson/timing/render.py", "{inert(r.name)}", "{r.name}"),
+        ("gpulesson/course/roofline.py", "{inert(r.name)}", "{r.name}"),
     ],
 )
 def test_the_check_finds_a_raw_use_put_back(path, before, after):

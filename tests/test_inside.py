@@ -11,6 +11,13 @@ import math
 import pytest
 import torch
 
+from gpulesson.course.inside_gpu import (
+    gpus_markdown,
+    levels_sentences,
+    occupancy_lab_html,
+    sweep_markdown,
+    tensor_cores_markdown,
+)
 from gpulesson.inside import limits
 from gpulesson.inside.attention_io import (
     block_columns,
@@ -33,13 +40,6 @@ from gpulesson.inside.cache_sweep import (
     sweep_sizes,
 )
 from gpulesson.inside.occupancy import occupancy
-from gpulesson.inside.render import (
-    gpus_markdown,
-    levels_sentences,
-    occupancy_lab_html,
-    sweep_markdown,
-    tensor_cores_markdown,
-)
 from gpulesson.inside.strided import measure_strided
 from gpulesson.inside.waves import waves
 

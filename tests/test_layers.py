@@ -9,6 +9,8 @@ import statement and string constant), so a lazy import inside a function counts
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,192 @@ def test_mkdocs_loads_its_hooks_from_the_site_package():
     hooks = [line.strip()[2:] for line in config.split("hooks:")[1].split("\n\n")[0].splitlines()]
     hooks = [h for h in hooks if h.endswith(".py")]
     assert hooks and all(h.startswith("gpulesson/site/") for h in hooks), hooks
+
+
+# --- one room per lesson: topic packages compute, gpulesson/course renders, site builds -----
+
+COURSE = PACKAGE / "course"
+CLI = PACKAGE / "cli"
+TOPIC = sorted(p for p in LIBRARY if COURSE not in p.parents and CLI not in p.parents)
+LESSONS = REPO / "docs" / "lessons"
+#: Markdown renderers in topic packages that are not a lesson's, and why they stay there.
+NOT_LESSON_MARKDOWN = {
+    ("gpulesson.results.render", "comparison_to_markdown"): "the Markdown twin of the table "
+    "`gpulesson compare` prints; no lesson shows it",
+}
+#: Site modules that read the clock: they time the build (a block's run, a worker's
+#: timeout), never GPU work, and import nothing that measures.
+TIMES_THE_BUILD = {"block_runner.py", "exec_cache.py", "exec_timing.py"}
+MEASURING_CALLS = {"time.perf_counter", "torch.cuda.synchronize"}
+
+
+def _dotted(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts)
+
+
+def names_used(tree: ast.AST) -> set[tuple[str, str]]:
+    """Every (module, name) a source takes from a module: ``from m import n`` and, for a
+    module imported under a name (``from p import m as r``, ``import p.m as r``), ``r.n``.
+
+    >>> sorted(names_used(ast.parse("from a import b\\nfrom c import d as e\\ne.f()")))
+    [('a', 'b'), ('c', 'd'), ('c.d', 'f')]
+    """
+    found, aliases = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                found.add((node.module, alias.name))
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+        ):
+            found.add((aliases[node.value.id], node.attr))
+    return found
+
+
+def markdown_functions(tree: ast.AST) -> list[str]:
+    """The functions a source defines whose name ends ``_markdown``."""
+    return [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.endswith("_markdown")
+    ]
+
+
+def _used_by(paths: list[Path]) -> set[tuple[str, str]]:
+    return set().union(*(names_used(ast.parse(p.read_text(encoding="utf-8"))) for p in paths))
+
+
+def test_topic_packages_render_no_lesson_markdown():
+    # Allowed: what the command-line tool prints, and what the site's Results and Compare
+    # pages (not lessons) show; a lesson that shows the same imports it from there.
+    allowed = _used_by(sorted(CLI.glob("*.py")) + [SITE / "results_pages.py"])
+    offenders = [
+        f"{path.relative_to(REPO)}: {name}"
+        for path in TOPIC
+        for name in markdown_functions(ast.parse(path.read_text(encoding="utf-8")))
+        if (_dotted(path), name) not in allowed and (_dotted(path), name) not in NOT_LESSON_MARKDOWN
+    ]
+    assert not offenders, (
+        "lesson Markdown in a topic package; move it to gpulesson/course/<lesson>.py: "
+        + ", ".join(offenders)
+    )
+
+
+@pytest.mark.parametrize("path", TOPIC, ids=lambda p: str(p.relative_to(REPO)))
+def test_topic_packages_never_import_the_course(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = [(line, n) for line, n in imported_modules(tree) if n.startswith("gpulesson.course")]
+    assert not bad, f"{path.relative_to(REPO)} imports a lesson's module: {bad}"
+
+
+def lesson_order() -> list[str]:
+    """The lessons' slugs in the course's order: the ``nav`` of ``mkdocs.yml``."""
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[1]
+    return re.findall(r"^\s*- [^\n]*?:\s*lessons/([\w-]+)\.md\s*$", config, re.M)
+
+
+EXEC_FENCE = re.compile(r"^([ \t]*)```python exec[^\n]*\n(.*?)^\1```", re.M | re.S)
+
+
+def exec_python(markdown: str) -> list[str]:
+    """The Python of every ```` ```python exec ```` block, dedented (blocks may sit in tabs).
+
+    >>> page = '```python exec="on"\\nprint(1)\\n```\\n\\n'
+    >>> page += '    ```python exec="1"\\n    x = 2\\n    ```'
+    >>> exec_python(page)
+    ['print(1)\\n', 'x = 2\\n']
+    """
+    return [textwrap.dedent(m.group(2)) for m in EXEC_FENCE.finditer(markdown)]
+
+
+def later_course_imports(slug: str, sources: list[str], order: list[str]) -> list[str]:
+    """The course modules a lesson's blocks import that belong to no earlier lesson."""
+    mine = order.index(slug)
+    bad = []
+    for source in sources:
+        for _, name in imported_modules(ast.parse(source)):
+            if name.startswith("gpulesson.course."):
+                module = name.split(".")[2]
+                if module not in order[: mine + 1] and module != "common":
+                    bad.append(name)
+    return bad
+
+
+def test_lessons_import_their_own_or_earlier_course_modules():
+    order = [slug.replace("-", "_") for slug in lesson_order()]
+    assert len(order) > 15 and order[0] == "why_gpus", order
+    bad = {
+        slug: found
+        for slug in order
+        if (
+            found := later_course_imports(
+                slug,
+                exec_python((LESSONS / f"{slug.replace('_', '-')}.md").read_text(encoding="utf-8")),
+                order,
+            )
+        )
+    }
+    assert not bad, f"a lesson imports a later lesson's module: {bad}"
+    modules = {p.stem for p in COURSE.glob("*.py")} - {"__init__", "common"}
+    assert modules <= set(order), f"course modules named after no lesson: {modules - set(order)}"
+
+
+def measuring(tree: ast.AST) -> list[str]:
+    """What in a source measures: an imported ``measure_*`` function, a call of the clock
+    or of a CUDA barrier, or ``torch.utils.benchmark``."""
+    found = [
+        name for _, name in imported_modules(tree) if name.rsplit(".", 1)[-1].startswith("measure_")
+    ]
+    found += [n for _, n in imported_modules(tree) if n.startswith("torch.utils.benchmark")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            text = ast.unparse(node)
+            if text in MEASURING_CALLS or text.startswith("torch.utils.benchmark"):
+                found.append(text)
+    return found
+
+
+RENDERING = sorted(COURSE.glob("*.py")) + sorted(SITE.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", RENDERING, ids=lambda p: str(p.relative_to(REPO)))
+def test_the_course_and_the_site_do_not_measure(path: Path):
+    found = measuring(ast.parse(path.read_text(encoding="utf-8")))
+    if path.parent == SITE and path.name in TIMES_THE_BUILD:
+        found = [f for f in found if f != "time.perf_counter"]
+    assert not found, f"{path.relative_to(REPO)} measures: {found}"
+
+
+def test_the_room_checks_catch_what_they_look_for():
+    topic = ast.parse("def ops_markdown(p):\n    return ''\ndef to_text(p):\n    return ''\n")
+    assert markdown_functions(topic) == ["ops_markdown"]
+    cli = ast.parse("from gpulesson.x import render as r\nr.ops_markdown(1)\n")
+    assert ("gpulesson.x.render", "ops_markdown") in names_used(cli)
+    course = ast.parse("from gpulesson.course import why_gpus\n")
+    assert [n for _, n in imported_modules(course)] == ["gpulesson.course.why_gpus"]
+    page = '```python exec="on"\nfrom gpulesson.course.multi_gpu import ring_markdown\n```\n'
+    order = ["why_gpus", "timing", "multi_gpu"]
+    assert later_course_imports("timing", exec_python(page), order) == [
+        "gpulesson.course.multi_gpu.ring_markdown"
+    ]
+    assert later_course_imports("multi_gpu", exec_python(page), order) == []
+    busy = ast.parse(
+        "import time, torch\nfrom gpulesson.timing.launch import measure_launch_overhead\n"
+        "t = time.perf_counter()\ntorch.cuda.synchronize()\n"
+        "from torch.utils.benchmark import Timer\n"
+    )
+    assert sorted(measuring(busy)) == [
+        "gpulesson.timing.launch.measure_launch_overhead",
+        "time.perf_counter",
+        "torch.cuda.synchronize",
+        "torch.utils.benchmark.Timer",
+    ]

@@ -157,7 +157,7 @@ def test_roofline_states_the_bf16_speedup_as_twice_the_bandwidth_ratio_without_a
 def test_a_compute_side_op_far_from_its_roof_is_not_labelled_compute_bound():
     from types import SimpleNamespace
 
-    from gpulesson.timing.render import _regime
+    from gpulesson.course.roofline import _regime
 
     assert _regime(SimpleNamespace(regime="compute-bound", share_of_ceiling=0.9)) == (
         "compute-bound"

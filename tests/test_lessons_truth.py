@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from gpulesson.course.why_gpus import gpu_peaks_markdown
 from gpulesson.results import datasheets
 from gpulesson.results.bundle import load
 from gpulesson.results.compare import datasheet_fraction
 from gpulesson.site import claims, content, facts, gpu_figures
 from gpulesson.site.course_rules import sources_of, well_formed
-from gpulesson.timing.render import gpu_peaks_markdown
 from tests.conftest import REPO
 from tests.lesson_blocks import page_blocks, run_claims_after
 

@@ -7,16 +7,15 @@ import sys
 import pytest
 import torch
 
+from gpulesson.course.memory import accuracy_to_markdown, measured_to_markdown
 from gpulesson.memory import torch_tools
 from gpulesson.memory.gpt2 import GPT2, GPT2Config, parameter_count
 from gpulesson.memory.measure import (
     AccuracyCase,
     accuracy_summary,
-    accuracy_to_markdown,
     build_cases,
     chunked_loss_cases,
     measure_gpt2,
-    measured_to_markdown,
     run_accuracy,
 )
 

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from gpulesson.course.multi_gpu import gpu_needed_markdown, sweep_markdown
 from gpulesson.results import entries_device
 from gpulesson.results.bundle import consistency_problems, load, measurement_to_dict, to_dict
 from gpulesson.results.bundle import validate as validate_bundle
@@ -20,7 +21,6 @@ from gpulesson.timing.allreduce import (
     measure_gloo_sweep,
     ring_predictions,
 )
-from gpulesson.timing.allreduce_render import gpu_needed_markdown, sweep_markdown
 from gpulesson.units import GIB, MIB
 from tests.conftest import REPO
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gpulesson.course.mixed_precision import gpu_markdown, hardware_markdown, settings_markdown
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 from gpulesson.memory.shape import TransformerShape
-from gpulesson.precision import formats, gpu, hardware, render, scaler, tf32, trace
+from gpulesson.precision import formats, gpu, hardware, scaler, tf32, trace
 from gpulesson.precision.activations import compare, saved_for_backward
 from gpulesson.precision.step import check_precision, precisions_for, time_step
 from gpulesson.results import datasheets
@@ -148,7 +149,7 @@ def test_tf32_settings_read_this_torch():
     s = tf32.tf32_settings()
     assert s.torch_version == torch.__version__
     assert s.cuda_matmul_allow_tf32 == torch.backends.cuda.matmul.allow_tf32
-    assert "allow_tf32" in render.settings_markdown(s)
+    assert "allow_tf32" in settings_markdown(s)
 
 
 @pytest.mark.gpu
@@ -223,14 +224,14 @@ def test_the_rule_agrees_with_the_matmul_suites_dtypes():
 
 
 def test_hardware_table_shows_none_where_a_datasheet_has_no_peak():
-    text = render.hardware_markdown(hardware.hardware_rows())
+    text = hardware_markdown(hardware.hardware_rows())
     t4 = next(line for line in text.splitlines() if "T4" in line)
     assert "7.5 (sm_75)" in t4 and t4.count("none") == 3
 
 
 def test_a_peak_the_datasheet_states_with_fp32_accumulate_is_labelled_so():
     rows = hardware.hardware_rows()
-    text = render.hardware_markdown(rows)
+    text = hardware_markdown(rows)
     for row in rows:
         line = next(x for x in text.splitlines() if f"| {row.name} |" in x)
         for dtype in row.datasheet_dtypes:
@@ -300,7 +301,7 @@ def test_an_fp16_step_reports_its_scaler():
 
 def test_gpu_rows_with_no_bundle_render_as_a_note_naming_the_measurements():
     assert gpu.from_bundle(None, gpu.STEP) == ()
-    text = render.gpu_markdown((), gpu.STEP, "training step")
+    text = gpu_markdown((), gpu.STEP, "training step")
     assert "needs a GPU" in text and "`amp_step.bf16`" in text
 
 
@@ -315,4 +316,4 @@ def test_gpu_rows_come_from_a_bundle_with_their_speedups():
     bf16 = bundle.measurement("matmul_peak.bf16").value
     assert published["mp.bf16_speedup"] == (bf16 / fp32, "x")
     assert "mp.tf32_speedup" not in published  # the fixture has no TF32 row
-    assert "TFLOP/s" in render.gpu_markdown(rows, gpu.SPEED, "matmul")
+    assert "TFLOP/s" in gpu_markdown(rows, gpu.SPEED, "matmul")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from gpulesson import probe
+from gpulesson.course.software_stack import cases_markdown
 from gpulesson.probe import ProbeFacts, classify
 
 NVIDIA = "0x10de"
@@ -149,7 +150,7 @@ def test_wheel_older_than_driver_is_fine():
 
 
 def test_every_case_is_in_the_lesson_table():
-    table = probe.cases_markdown(probe.classify_examples())
+    table = cases_markdown(probe.classify_examples())
     for case in (
         "cuda_ok",
         "no_nvidia_gpu",

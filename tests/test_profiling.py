@@ -12,6 +12,15 @@ import pytest
 import torch
 from torch.profiler import record_function
 
+from gpulesson.course.profiling import (
+    first_and_steady_markdown,
+    memory_markdown,
+    ops_markdown,
+    regions_markdown,
+    rows_markdown,
+    snapshot_markdown,
+    trace_download_html,
+)
 from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.results import entries_profiling, suite
 from gpulesson.results.bundle import Bundle, Skipped, to_dict, validate
@@ -26,15 +35,6 @@ from gpulesson.timing.profile import (
     profile_first_and_steady,
     profile_gpt_step,
     replay_peak,
-)
-from gpulesson.timing.profile_render import (
-    first_and_steady_markdown,
-    memory_markdown,
-    ops_markdown,
-    regions_markdown,
-    rows_markdown,
-    snapshot_markdown,
-    trace_download_html,
 )
 from tests.conftest import REPO
 

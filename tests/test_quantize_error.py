@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gpulesson.course.mixed_precision import low_precision_markdown
 from gpulesson.precision import quantize_error as q
 from gpulesson.precision.formats import LOW_PRECISION_FORMATS, low_precision_max
-from gpulesson.precision.low_precision_render import low_precision_markdown
 
 
 def test_e2m1_rounding_lands_on_the_grid_and_saturates():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gpulesson.course.roofline import link_markdown, roofline_chart, roofline_markdown
 from gpulesson.timing import bench, roofline
-from gpulesson.timing import render as bench_render
 from gpulesson.timing.results import OVERHEAD_SHARE, LinkBandwidth, OpResult, Roofline
 
 
@@ -37,7 +37,7 @@ def test_roofline_ridge_ceiling_and_regimes():
     assert placed["add"].share_of_ceiling == pytest.approx(0.72)
     assert placed["add"].ceiling_flop_per_s == pytest.approx(10e9 / 12)
     assert placed["tiny matmul"].regime == roof.bound(small)
-    table = bench_render.roofline_markdown(roof)
+    table = roofline_markdown(roof)
     assert "| add | 0.0833 | 0.6 | 0.8 | 72% | memory-bound |" in table
 
 
@@ -47,7 +47,7 @@ def test_link_ratio_is_on_device_over_the_best_host_copy():
     on_device = _op("d2d", 0, 100 * 10**9)  # 100 GB/s
     link = LinkBandwidth(device="cuda", pageable=pageable, pinned=pinned, on_device=on_device)
     assert link.on_device_over_link == pytest.approx(50)
-    assert "On-device copies run 50x faster" in bench_render.link_markdown(link)
+    assert "On-device copies run 50x faster" in link_markdown(link)
     no_pin = LinkBandwidth(device="mps", pageable=pageable, pinned=None, on_device=on_device)
     assert no_pin.on_device_over_link == pytest.approx(100)
 
@@ -83,6 +83,6 @@ def test_roofline_measurement_places_four_operations():
         "matmul",
     ]
     assert roof.bandwidth.bytes_moved == 2 * 2**20
-    table = bench_render.roofline_markdown(roof)
+    table = roofline_markdown(roof)
     assert "ridge point" in table and "FLOP/byte" in table
-    assert "data-gl-chart" in bench_render.roofline_chart(roof)
+    assert "data-gl-chart" in roofline_chart(roof)

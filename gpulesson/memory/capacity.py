@@ -6,8 +6,8 @@ headroom rule of :mod:`gpulesson.memory.budget`. Weights, gradients and
 optimizer state only: no activations.
 
 Used by the lesson ``lessons/capacity.md``; rendered by
-:func:`gpulesson.memory.render.capacity_markdown` and
-:func:`gpulesson.memory.render.card_units_markdown`.
+:func:`gpulesson.course.capacity.capacity_markdown` and
+:func:`gpulesson.course.capacity.card_units_markdown`.
 
 >>> row = capacity()[3]
 >>> row.card_bytes, round(row.entry("infer-fp16").params / 1e9)

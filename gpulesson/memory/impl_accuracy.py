@@ -181,32 +181,3 @@ def impl_summary(rows: tuple[ImplRow, ...], impl: str) -> ImplSummary:
         lowest_error=min(errors),
         highest_error=max(errors),
     )
-
-
-def impl_comparison_to_markdown(rows: tuple[ImplRow, ...], summaries: list[ImplSummary]) -> str:
-    """The table (MiB = 2^20 bytes): measured peak, then each implementation's estimate and error.
-
-    Then one summary line per implementation.
-    """
-    impls = [s.impl for s in summaries]
-    head = "| transformers' GPT-2, case | measured peak (MiB) |"
-    rule = "|---|---:|"
-    for impl in impls:
-        head += f" `--impl {impl}` (MiB) | error |"
-        rule += "---:|---:|"
-    out = [head, rule]
-    for r in rows:
-        line = f"| {r.case.label()} | {r.measured.peak_bytes / 2**20:,.2f} |"
-        for impl in impls:
-            line += f" {r.estimates_bytes[impl] / 2**20:,.2f} | {r.error(impl):+.1%} |"
-        out.append(line)
-    method = rows[0].measured.method if rows else "none"
-    out.append("")
-    for s in summaries:
-        out.append(
-            f"- `--impl {s.impl}`: {s.cases} cases measured with {method}: median error "
-            f"{s.median_abs_error:.1%}, largest {s.max_abs_error:.1%} (signed errors from "
-            f"{s.lowest_error:+.1%} to {s.highest_error:+.1%}; target: every case within "
-            f"{TARGET_MAX_ERROR:.0%}, {'met' if s.meets_target else 'NOT met'})."
-        )
-    return "\n".join(out)

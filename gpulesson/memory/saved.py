@@ -128,26 +128,3 @@ def first_block_saved(config: GPT2Config, batch: int) -> dict[str, tuple[SavedTe
         saved = saved_tensors(model, lambda model=model: model(ids, ids))
         out[impl] = in_module(saved, FIRST_BLOCK[impl])
     return out
-
-
-def saved_to_markdown(models: dict[str, tuple[SavedTensor, ...]], unit_bytes: int) -> str:
-    """One table per model: each saved tensor, what made it, its shape and size in units.
-
-    ``unit_bytes`` is the bytes of the unit the last column counts (for
-    example one batch x seq x hidden fp32 tensor).
-    """
-    out = []
-    for name, saved in models.items():
-        out += [
-            f"| {name}: module | made by | shape | dtype | units |",
-            "|---|---|---|---|---:|",
-        ]
-        for s in saved:
-            shape = " x ".join(str(n) for n in s.shape)
-            out.append(
-                f"| {s.module} | {s.made_by} | {shape} | {s.dtype} | "
-                f"{s.storage_bytes / unit_bytes:.2f} |"
-            )
-        total = sum(s.storage_bytes for s in saved)
-        out += [f"| **total** | | | | **{total / unit_bytes:.2f}** |", ""]
-    return "\n".join(out).rstrip()

@@ -14,5 +14,5 @@ One module per question of the lesson ``lessons/mixed-precision.md``:
 * :mod:`~gpulesson.precision.activations`: what autocast does to the memory saved for the
   backward pass, measured and estimated;
 * :mod:`~gpulesson.precision.step`: one training step per precision, timed;
-* :mod:`~gpulesson.precision.render`: the Markdown the lesson prints (computes nothing).
+* :mod:`gpulesson.course.mixed_precision`: the Markdown the lesson prints (computes nothing).
 """

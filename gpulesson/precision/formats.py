@@ -18,7 +18,7 @@ fp32 in memory and only the tensor core rounds them.
   ``GradScaler`` and bf16 training does not.
 
 Used by the lesson ``lessons/mixed-precision.md``; rendered by
-:mod:`gpulesson.precision.render`.
+:mod:`gpulesson.course.mixed_precision`.
 
 >>> r = {f.name: f for f in format_ranges()}
 >>> r["fp16"].max_value, r["bf16"].max_value == r["fp32"].max_value

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from gpulesson import __version__
-from gpulesson.probe import ProbeReport, markdown_text, probe
+from gpulesson.probe import ProbeReport, probe
 from gpulesson.results.provenance import package_commit
+from gpulesson.text import inert as markdown_text
 from gpulesson.units import format_gb, format_gib
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ square neighbours and the vocabulary projection per device (small on a CPU).
 
 Used by the lesson ``feeding.md`` and the suite entry ``alignment``
 (``gpulesson/results/entries_feeding.py``); rendered by
-:mod:`gpulesson.timing.feeding_render`.
+:mod:`gpulesson.course.feeding`.
 
 >>> shapes = (GemmShape(label="n=8", m=8, k=8, n=8, aligned=True),
 ...           GemmShape(label="n=9", m=9, k=9, n=9, aligned=False))

@@ -29,7 +29,7 @@ sends in a ring all-reduce (:func:`gpulesson.memory.comm.ring_all_reduce_bytes`)
 can be compared with a link's bandwidth whatever N is. With two ranks the factor is 1.
 
 Used by the lesson ``lessons/multi-gpu.md`` and the suite entry ``all_reduce``
-(``gpulesson/results/entries_device.py``); rendered by :mod:`gpulesson.timing.allreduce_render`.
+(``gpulesson/results/entries_device.py``); rendered by :mod:`gpulesson.course.multi_gpu`.
 
 >>> t = AllReduceTiming(message_bytes=4 * MIB, ranks=4, samples_s=(0.002, 0.001, 0.003))
 >>> t.algorithm_bytes_per_s / MIB, t.bus_bytes_per_s / MIB

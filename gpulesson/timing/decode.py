@@ -15,7 +15,7 @@ device, with the device's copy bandwidth (:func:`gpulesson.timing.roofline.measu
 timed before and after the sweep; the faster reading is kept) and its matmul rate in the
 decode dtype, so each row can be set against its bandwidth and compute bounds. Used by
 the lesson ``decoding.md`` and the suite entry ``decode``
-(``gpulesson/results/entries_decode.py``); rendered by ``gpulesson.timing.decode_render``.
+(``gpulesson/results/entries_decode.py``); rendered by :mod:`gpulesson.course.decoding`.
 
 >>> from gpulesson.memory.gpt2 import GPT2Config
 >>> from gpulesson.units import MIB

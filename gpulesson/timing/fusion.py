@@ -31,7 +31,7 @@ warm inductor cache (a second run) makes it shorter, a large model much longer.
 
 Used by the lesson ``feeding.md`` and the suite entry ``fusion``
 (``gpulesson/results/entries_feeding.py``); rendered by
-:mod:`gpulesson.timing.feeding_render`.
+:mod:`gpulesson.course.feeding`.
 
 >>> pointwise_chain(torch.zeros(2)).shape, OPS_PER_CALL
 (torch.Size([2]), 30)

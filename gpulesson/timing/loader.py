@@ -26,7 +26,7 @@ nothing, so pinned memory plays no part here (a CUDA build measures copies apart
 
 Used by the lesson ``feeding.md`` and the suite entry ``loader``
 (``gpulesson/results/entries_feeding.py``); rendered by
-:mod:`gpulesson.timing.feeding_render`.
+:mod:`gpulesson.course.feeding`.
 
 >>> data = TokenizedText(items=8, words_per_item=20)
 >>> ids = data[0]

@@ -22,7 +22,7 @@ The GPU side of the comparison is the datasheet tensor-core peak: it comes from 
 datasheet table of ``gpulesson.results`` (the results issue), not from here.
 
 Used by the lesson ``why-gpus.md`` (with the best rate of the size sweep,
-``SweepComparison.best_cpu``); ``gpulesson.timing.render.cpu_peak_markdown`` renders it.
+``SweepComparison.best_cpu``); ``gpulesson.course.why_gpus.cpu_peak_markdown`` renders it.
 
 >>> facts = parse_cpu_facts("processor : 0\\nflags : fma avx2\\ncpu MHz : 2000.0\\n",
 ...                         arch="x86_64", usable={0})

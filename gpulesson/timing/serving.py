@@ -16,7 +16,7 @@ bandwidth. This module turns that sentence into numbers, with no measuring and n
 * :func:`reservation`: what a serving engine that takes a fixed share of the card
   (vLLM's ``gpu_memory_utilization``) leaves for KV blocks, and how many tokens that holds.
 
-Used by the lesson ``decoding.md``; rendered by ``gpulesson.timing.decode_render``.
+Used by the lesson ``decoding.md``; rendered by :mod:`gpulesson.course.decoding`.
 
 >>> kv_cache_bytes(layers=32, kv_heads=8, head_dim=128, tokens=8192) == 2**30
 True

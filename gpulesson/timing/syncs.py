@@ -19,7 +19,7 @@ queued. Both need CUDA; off CUDA they raise ``ValueError``.
 
 Used by the lesson ``feeding.md`` and the suite entry ``copy_call``
 (``gpulesson/results/entries_feeding.py``); rendered by
-:mod:`gpulesson.timing.feeding_render`.
+:mod:`gpulesson.course.feeding`.
 
 >>> [p.name for p in PROBES][:3]
 ['loss.item()', 'print(loss)', 'x.cpu()']

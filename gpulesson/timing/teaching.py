@@ -13,7 +13,7 @@ the cited range, ``EAGER_LAUNCH_S_RANGE``, or a launch measured on the build's G
 (``gpulesson.timing.launch``).
 
 Shown on a page only under a "teaching estimate" label with their arithmetic beside
-them (``gpulesson.timing.render.launch_correction_markdown``). Used by the lesson
+them (``gpulesson.course.timing.launch_correction_markdown``). Used by the lesson
 ``timing.md`` and by the throughput race and timing lab (``gpulesson.site.labs``).
 
 >>> round(TeachingTiming(launch_s=SOURCE_LAUNCH_S).naive_speedup)

@@ -31,11 +31,11 @@ PARTS = ("gpulesson", "transformers")
 
 
 def _course(quick: bool, mode: str) -> bool:
+    from gpulesson.course.memory import accuracy_to_markdown
     from gpulesson.memory.measure import (
         TUNED_SHAPES,
         UNTUNED_SHAPES,
         accuracy_summary,
-        accuracy_to_markdown,
         build_cases,
         chunked_loss_cases,
         grid,
@@ -60,11 +60,11 @@ def _course(quick: bool, mode: str) -> bool:
 
 
 def _transformers(quick: bool, mode: str) -> bool:
+    from gpulesson.course.memory import impl_comparison_to_markdown
     from gpulesson.memory.budget import IMPLS
     from gpulesson.memory.impl_accuracy import (
         build_cases,
         grid_cases,
-        impl_comparison_to_markdown,
         impl_summary,
         issue_cases,
         run_impl_comparison,

@@ -44,7 +44,9 @@ COLD_LIMIT_S = 120.0  # the target since the course grew to 17 lessons (60 s for
 PROSE_SHARE = 0.25
 SERVE_PROSE_LIMIT_S = 3.0
 REPEATS = 3  # prose edits are timed three times and the median is reported
-PROBE_PAGE = "lessons/software-stack.md"  # its block renders gpulesson.probe.to_markdown
+PROBE_PAGE = (
+    "lessons/software-stack.md"  # its block renders gpulesson.course.software_stack.to_markdown
+)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,9 @@
-"""Rendering for the decoding lesson: decode sweeps, GPU bounds, KV cache growth, reservations.
+"""The lesson ``decoding.md``: its renderers and texts.
+
+Its pictures and tables: the decode sweep and its ceilings, GPU bounds, KV-cache growth and
+the serving reservation.
+
+Rendering for the decoding lesson: decode sweeps, GPU bounds, KV cache growth, reservations.
 
 Compute functions in :mod:`gpulesson.timing.decode` (measured) and
 :mod:`gpulesson.timing.serving` (arithmetic) return the objects rendered here; these
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpulesson.tables import markdown_table
 from gpulesson.timing import charts
 from gpulesson.timing.decode import DecodePlan, DecodeSweep
 from gpulesson.timing.results import Spread
@@ -209,16 +215,20 @@ def attention_layouts_markdown(growth: KVGrowth) -> str:
 def kv_growth_markdown(growth: KVGrowth) -> str:
     """The cache of each layout by context length, in GiB, beside the weights."""
     names = [x.name for x in growth.layouts]
-    lines = [
-        f"| context (tokens, batch {growth.batch}) | "
-        + " | ".join(f"{n} (GiB)" for n in names)
-        + " | weights (GiB) |",
-        "|---:|" + "---:|" * len(names) + "---:|",
+    header = [
+        f"context (tokens, batch {growth.batch})",
+        *(f"{n} (GiB)" for n in names),
+        "weights (GiB)",
     ]
-    for row in growth.rows:
-        cells = " | ".join(f"{b / GIB:,.3g}" for _, b in row.cache_bytes)
-        lines.append(f"| {row.context_tokens:,} | {cells} | {row.weight_bytes / GIB:,.1f} |")
-    return "\n".join(lines)
+    rows = [
+        [
+            f"{row.context_tokens:,}",
+            *(f"{b / GIB:,.3g}" for _, b in row.cache_bytes),
+            f"{row.weight_bytes / GIB:,.1f}",
+        ]
+        for row in growth.rows
+    ]
+    return markdown_table(header, rows, align="r" * len(header))
 
 
 def kv_growth_chart(growth: KVGrowth, names: Sequence[str] | None = None) -> str:

@@ -1,4 +1,9 @@
-"""Markdown for the lesson ``lessons/inside-gpu.md``: tables of the :mod:`gpulesson.inside`
+"""The lesson ``inside-gpu.md``: its renderers and texts.
+
+Its pictures and tables: the GPU limits, the cache sweep, strides, occupancy, waves,
+attention traffic, quantization error and the matmul shapes (also used by ``feeding.md``).
+
+Markdown for the lesson ``lessons/inside-gpu.md``: tables of the :mod:`gpulesson.inside`
 results, the occupancy lab's container, and the low-precision tables.
 
 Every data field goes through :func:`gpulesson.text.inert`; URLs come from package data.
@@ -24,7 +29,45 @@ from gpulesson.inside.waves import Waves
 from gpulesson.precision.quantize_error import QuantError
 from gpulesson.results import datasheets
 from gpulesson.text import inert
+from gpulesson.timing.alignment import ShapeComparison
+from gpulesson.timing.results import Spread
 from gpulesson.units import GIB, MIB
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g}"
+
+
+def _spread_warnings(named: Sequence[tuple[str, Spread]]) -> list[str]:
+    found = [f"    - {label}: {r.spread_warning}." for label, r in named if r.spread_warning]
+    return ["", '!!! warning "Spread warning"', *found] if found else []
+
+
+def shapes_markdown(c: ShapeComparison) -> str:
+    """One row per GEMM shape: time per call, rate, and share of the aligned shape's rate.
+
+    >>> from gpulesson.timing.alignment import GemmShape, ShapeTiming
+    >>> a = ShapeTiming(shape=GemmShape(label="n=4", m=4, k=4, n=4, aligned=True),
+    ...                 samples_s=(1e-6,))
+    >>> c = ShapeComparison(device="cpu", dtype="fp32", calls_per_sample=1, timings=(a,))
+    >>> print(shapes_markdown(c).splitlines()[2])
+    | n=4 (aligned) | 4 x 4 x 4 | 0.001 | 0.128 | 100% |
+    """
+    rate_unit, scale = ("TFLOP/s", 1e12) if c.device == "cuda" else ("GFLOP/s", 1e9)
+    lines = [
+        f"| shape ({c.dtype}, {c.device}) | m x k x n | median per call (ms) | {rate_unit} | "
+        "share of the aligned rate |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for t in c.timings:
+        s = t.shape
+        label = f"{s.label} (aligned)" if s.aligned else s.label
+        lines.append(
+            f"| {label} | {s.m:,} x {s.k:,} x {s.n:,} | {_ms(t.median_s)} | "
+            f"{t.flop_per_s / scale:.3g} | {c.relative(t):.0%} |"
+        )
+    lines += _spread_warnings([(t.shape.label, t) for t in c.timings])
+    return "\n".join(lines)
 
 
 def _size(n_bytes: float) -> str:

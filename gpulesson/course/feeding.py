@@ -1,4 +1,9 @@
-"""Rendering for the lesson "Feeding the GPU": loader runs, fusion, shapes, syncs, copy calls.
+"""The lesson ``feeding.md``: its renderers and texts.
+
+Its pictures and tables: the loader runs, fusion, hidden syncs, the copy call and the
+measured rows.
+
+Rendering for the lesson "Feeding the GPU": loader runs, fusion, shapes, syncs, copy calls.
 
 The compute modules (:mod:`gpulesson.timing.loader`, :mod:`~gpulesson.timing.fusion`,
 :mod:`~gpulesson.timing.alignment`, :mod:`~gpulesson.timing.syncs`) return the result
@@ -20,7 +25,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpulesson.text import inert
-from gpulesson.timing.alignment import ShapeComparison
 from gpulesson.timing.fusion import FusionResult
 from gpulesson.timing.loader import LoaderComparison, LoaderRun
 from gpulesson.timing.results import LaunchOverhead, Spread
@@ -28,19 +32,11 @@ from gpulesson.timing.syncs import CopyCall, Probe, SyncCheck
 
 if TYPE_CHECKING:
     from gpulesson.results.bundle import Measurement
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g}"
+from gpulesson.course.inside_gpu import _ms, _spread_warnings
 
 
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.3g}"
-
-
-def _spread_warnings(named: Sequence[tuple[str, Spread]]) -> list[str]:
-    found = [f"    - {label}: {r.spread_warning}." for label, r in named if r.spread_warning]
-    return ["", '!!! warning "Spread warning"', *found] if found else []
 
 
 def _first_later(run: LoaderRun) -> str:
@@ -131,33 +127,6 @@ def fusion_markdown(f: FusionResult, launch: LaunchOverhead | None = None) -> st
     if launch is not None:
         named.append(("tiny op", launch.eager))
     lines += _spread_warnings(named)
-    return "\n".join(lines)
-
-
-def shapes_markdown(c: ShapeComparison) -> str:
-    """One row per GEMM shape: time per call, rate, and share of the aligned shape's rate.
-
-    >>> from gpulesson.timing.alignment import GemmShape, ShapeTiming
-    >>> a = ShapeTiming(shape=GemmShape(label="n=4", m=4, k=4, n=4, aligned=True),
-    ...                 samples_s=(1e-6,))
-    >>> c = ShapeComparison(device="cpu", dtype="fp32", calls_per_sample=1, timings=(a,))
-    >>> print(shapes_markdown(c).splitlines()[2])
-    | n=4 (aligned) | 4 x 4 x 4 | 0.001 | 0.128 | 100% |
-    """
-    rate_unit, scale = ("TFLOP/s", 1e12) if c.device == "cuda" else ("GFLOP/s", 1e9)
-    lines = [
-        f"| shape ({c.dtype}, {c.device}) | m x k x n | median per call (ms) | {rate_unit} | "
-        "share of the aligned rate |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for t in c.timings:
-        s = t.shape
-        label = f"{s.label} (aligned)" if s.aligned else s.label
-        lines.append(
-            f"| {label} | {s.m:,} x {s.k:,} x {s.n:,} | {_ms(t.median_s)} | "
-            f"{t.flop_per_s / scale:.3g} | {c.relative(t):.0%} |"
-        )
-    lines += _spread_warnings([(t.shape.label, t) for t in c.timings])
     return "\n".join(lines)
 
 

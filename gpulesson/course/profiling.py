@@ -1,4 +1,9 @@
-"""Render profiles of :mod:`gpulesson.timing.profile` as Markdown tables and a trace download.
+"""The lesson ``profiling.md``: its renderers and texts.
+
+Its pictures and tables: the profiler's op tables, regions, first and steady steps, memory
+and snapshot.
+
+Render profiles of :mod:`gpulesson.timing.profile` as Markdown tables and a trace download.
 
 The functions only format: every figure they print is a field, property or method result
 of a :class:`~gpulesson.timing.profile.StepProfile` (or a snapshot summary). Times are

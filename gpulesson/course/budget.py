@@ -1,0 +1,182 @@
+"""The lesson ``budget.md``: its renderers and texts.
+
+Its pictures and tables: recipes, trade-offs, ledgers, levers, accumulation, inference and
+the KV cache.
+
+Renderers take the frozen results of the topic packages and return Markdown, HTML or chart
+markup; nothing here measures. See :mod:`gpulesson.course`.
+"""
+
+from __future__ import annotations
+
+from gpulesson.memory.budget import Budget, LeverTable, LogitsTensor
+from gpulesson.memory.recipes import Recipe
+from gpulesson.units import GB, GIB
+
+
+def _per_param_arithmetic(recipe: Recipe) -> str:
+    bpp = recipe.bytes_per_param()
+    parts = []
+    for key, label in (
+        ("weights", "w"),
+        ("gradients", "g"),
+        ("optimizer", "opt"),
+        ("master", "master"),
+    ):
+        if bpp[key]:
+            parts.append(f"{bpp[key]:g} ({label})")
+    return " + ".join(parts) + f" = {recipe.total_bytes_per_param:g}"
+
+
+def recipes_markdown(budgets: dict[str, Budget]) -> str:
+    """Named recipes side by side, with their per-parameter sums and totals in GB.
+
+    >>> from gpulesson.memory.budget import estimate
+    >>> "| bf16 |" in recipes_markdown({"bf16": estimate(7e9, preset="bf16")})
+    True
+    """
+    out = [
+        "| preset | weights | gradients | optimizer state | master "
+        "| bytes per parameter | total GB |",
+        "|---|---|---|---|---|---|---:|",
+    ]
+    for name, b in budgets.items():
+        r = b.recipe
+        states = r.optimizer_states
+        opt = f"{states} x {r.state_dtype}" if states else "none"
+        out.append(
+            f"| {name} | {r.weight_dtype} | {r.grad_dtype or 'none'} | {opt} | "
+            f"{r.master_dtype or 'none'} | {_per_param_arithmetic(r)} | {b.total_bytes / GB:,.1f} |"
+        )
+    return "\n".join(out)
+
+
+def tradeoffs_markdown(recipes: dict[str, Recipe]) -> str:
+    """Each recipe's bytes per parameter and what it gives up for them.
+
+    >>> from gpulesson.memory.recipes import PRESETS
+    >>> print(tradeoffs_markdown({"amp": PRESETS["amp"]}).splitlines()[-1])
+    | amp | 16 | nothing in the update's precision: the norm for training, 16 bytes per parameter |
+    """
+    out = ["| preset | bytes per parameter | what it gives up |", "|---|---:|---|"]
+    for name, r in recipes.items():
+        out.append(f"| {name} | {r.total_bytes_per_param:g} | {r.gives_up} |")
+    return "\n".join(out)
+
+
+def levers_markdown(table: LeverTable) -> str:
+    """Each lever's budget beside the base run's, in GB, with the change of the peak.
+
+    >>> from gpulesson.memory.budget import lever_effects
+    >>> t = lever_effects({"params": 7e9, "preset": "bf16"}, {"SGD": {"optimizer": "sgd"}})
+    >>> print(levers_markdown(t).splitlines()[-1])
+    | SGD | 14.00 | 14.00 | 0.00 | 0.00 | 28.00 | -67% |
+    """
+    start = table.base
+    out = [
+        "| lever | weights | gradients | optimizer | activations | peak GB | change |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| none | {start.weights_bytes / GB:.2f} | {start.gradients_bytes / GB:.2f} | "
+        f"{start.optimizer_bytes / GB:.2f} | {start.activations_bytes / GB:.2f} | "
+        f"{start.total_bytes / GB:.2f} | |",
+    ]
+    for e in table.effects:
+        b = e.budget
+        out.append(
+            f"| {e.label} | {b.weights_bytes / GB:.2f} | {b.gradients_bytes / GB:.2f} | "
+            f"{b.optimizer_bytes / GB:.2f} | {b.activations_bytes / GB:.2f} | "
+            f"{b.total_bytes / GB:.2f} | {e.peak_change:+.0%} |"
+        )
+    return "\n".join(out)
+
+
+def ledgers_markdown(budgets: dict[str, Budget]) -> str:
+    """The four ledgers of several budgets side by side, in GB (10^9 bytes).
+
+    >>> from gpulesson.memory.budget import estimate
+    >>> print(ledgers_markdown({"bf16": estimate(7e9, preset="bf16")}).splitlines()[-1])
+    | bf16 | 14.000 | 14.000 | 56.000 | 84.00 |
+    """
+    out = [
+        "| preset | weights (GB) | gradients (GB) | optimizer state (GB) | total (GB) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, b in budgets.items():
+        out.append(
+            f"| {name} | {b.weights_bytes / GB:.3f} | {b.gradients_bytes / GB:.3f} | "
+            f"{b.optimizer_bytes / GB:.3f} | {b.total_bytes / GB:.2f} |"
+        )
+    return "\n".join(out)
+
+
+def accumulation_markdown(budgets: dict[int, Budget]) -> str:
+    """Peak memory per micro-batch size, with the effective batch each gives.
+
+    ``budgets`` maps accumulation steps to the budget of that run.
+    """
+    out = []
+    for steps, b in budgets.items():
+        micro = b.shape.batch if b.shape else "?"
+        out.append(
+            f"- micro-batch {micro} x {steps} steps: effective batch {b.effective_batch}, "
+            f"peak {b.total_bytes / GB:.1f} GB ({b.peak_phase})"
+        )
+    return "\n".join(out)
+
+
+def inference_markdown(budgets: dict[str, Budget]) -> str:
+    """Inference budgets: weights, KV cache and peak, in GB (10^9 bytes)."""
+    out = ["| preset | weights (GB) | KV cache (GB) | peak (GB) |", "|---|---:|---:|---:|"]
+    for name, b in budgets.items():
+        out.append(
+            f"| {name} | {b.weights_bytes / GB:.1f} | {b.kv_cache_bytes / GB:.1f} | "
+            f"{b.total_bytes / GB:.1f} |"
+        )
+    return "\n".join(out)
+
+
+def logits_markdown(tensors: tuple[LogitsTensor, ...]) -> str:
+    """The loss's vocabulary-wide tensors: role, shape with its bytes per value, and GB.
+
+    >>> from gpulesson.memory.budget import TransformerShape, estimate, logits_terms
+    >>> shape = TransformerShape(vocab=50257, seq=1024, hidden=768, heads=12, layers=12, batch=16)
+    >>> print(logits_markdown(logits_terms(estimate(shape=shape, preset="fp32"))).splitlines()[2])
+    | logits | forward transient | 16 x 1024 x 50257 x 4 B | 3.29 |
+    """
+    out = ["| tensor | role | shape x bytes per value | GB |", "|---|---|---|---:|"]
+    for t in tensors:
+        dims = " x ".join(f"{n}" for _, n in t.dims)
+        out.append(
+            f"| {t.name} | {t.role} | {dims} x {t.bytes_per_value:g} B | {t.total_bytes / GB:.2f} |"
+        )
+    return "\n".join(out)
+
+
+def kv_cache_markdown(budgets: dict[str, Budget]) -> str:
+    """KV caches of inference budgets in GiB, one row per attention variant, with KV heads.
+
+    The first column is the caller's label for the variant (MHA, GQA, MQA, ...), then
+    the KV heads against the attention heads, the tokens and requests the cache holds, and
+    the cache in GiB (2^30 bytes): KV caches are powers of two, so GiB reads them exactly.
+
+    >>> from gpulesson.memory.budget import TransformerShape, estimate
+    >>> shape = TransformerShape(vocab=128256, seq=8192, hidden=4096, heads=32, layers=32,
+    ...                          batch=1, kv_heads=8)
+    >>> print(kv_cache_markdown({"GQA": estimate(8e9, shape=shape, preset="infer-fp16")}))
+    | attention | KV heads / heads | context (tokens) | batch | KV cache (GiB) |
+    |---|---:|---:|---:|---:|
+    | GQA | 8 / 32 | 8,192 | 1 | 1.000 |
+    """
+    out = [
+        "| attention | KV heads / heads | context (tokens) | batch | KV cache (GiB) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, b in budgets.items():
+        if b.shape is None:
+            raise ValueError(f"budget {label!r} has no shape, so no KV cache: give a shape")
+        s = b.shape
+        out.append(
+            f"| {label} | {s.kv_head_count} / {s.heads} | {s.seq:,} | {s.batch:,} | "
+            f"{b.kv_cache_bytes / GIB:,.3f} |"
+        )
+    return "\n".join(out)

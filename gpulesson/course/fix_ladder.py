@@ -1,0 +1,87 @@
+"""The lesson ``fix-ladder.md``: its renderers and texts.
+
+Its pictures and tables: the ladder, its budget per rung, the checkpointing leftover and the
+steps of a diagnosis.
+
+Renderers take the frozen results of the topic packages and return Markdown, HTML or chart
+markup; nothing here measures. See :mod:`gpulesson.course`.
+"""
+
+from __future__ import annotations
+
+from gpulesson.errors.fix_ladder import CheckpointingLeftover, LadderRow, Rung, Step
+from gpulesson.units import GB
+
+
+def ladder_markdown(rungs: tuple[Rung, ...]) -> str:
+    """The fix ladder as a table, in order, with what each rung cuts and costs.
+
+    >>> from gpulesson.errors.fix_ladder import FIX_LADDER
+    >>> ladder_markdown(FIX_LADDER).splitlines()[2].startswith("| 1 | Release references")
+    True
+    """
+    lines = [
+        "| rung | what to try | what it cuts | what it costs | free? |",
+        "|---|---|---|---|---|",
+    ]
+    for i, rung in enumerate(rungs, 1):
+        free = "yes" if rung.free else "no"
+        lines.append(f"| {i} | {rung.name} | {rung.what_it_cuts} | {rung.cost} | {free} |")
+    return "\n".join(lines)
+
+
+def ladder_budget_markdown(rows: tuple[LadderRow, ...]) -> str:
+    """The rungs' effect on one example run's peak memory, as a table in decimal GB."""
+    lines = [
+        "| rung | change to the example run | peak per GPU (GB) | vs the run | effective batch |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        delta = "—" if row.vs_run_fraction is None else f"{row.vs_run_fraction:+.0%}"
+        batch = row.effective_batch if row.effective_batch is not None else "—"
+        lines.append(
+            f"| {row.rung} | {row.change} | {row.peak_bytes / GB:.1f} | {delta} | {batch} |"
+        )
+    return "\n".join(lines)
+
+
+def checkpointing_leftover_markdown(leftover: CheckpointingLeftover) -> str:
+    """Why checkpointing saves what it saves: the logits tensors left, as a table and prose."""
+    x = leftover
+    lines = [
+        f"Full checkpointing takes the example run's peak from {x.run_peak_bytes / GB:.1f} GB "
+        f"to {x.checkpointed_peak_bytes / GB:.1f} GB, {x.checkpointing_saving_fraction:.0%} "
+        f"less. Of the {x.checkpointed_peak_bytes / GB:.1f} GB left, "
+        f"{x.logits_bytes / GB:.1f} GB ({x.logits_fraction_of_checkpointed:.0%}) are "
+        f"{len(x.logits_tensors)} tensors the loss keeps over the whole vocabulary while its "
+        "backward pass runs:",
+        "",
+        "| tensor | shape | bytes per value | size (GB) |",
+        "|---|---|---|---|",
+    ]
+    for t in x.logits_tensors:
+        shape = " × ".join(f"{n:,}" for _, n in t.dims)
+        names = " × ".join(name for name, _ in t.dims)
+        lines.append(
+            f"| {t.name} | {shape} ({names}) | {t.bytes_per_value:g} | {t.total_bytes / GB:.2f} |"
+        )
+    lines += [
+        "",
+        "Checkpointing recomputes what the blocks saved; these belong to the loss, so they "
+        f"stay. With the cross-entropy computed in {x.loss_chunks} slices of tokens as well, "
+        f"the peak is {x.both_peak_bytes / GB:.1f} GB, {x.both_saving_fraction:.0%} below "
+        "the run.",
+    ]
+    return "\n".join(lines)
+
+
+def steps_markdown(steps: tuple[Step, ...]) -> str:
+    """A numbered list of steps, the free ones marked.
+
+    >>> steps_markdown((Step(action="Smaller batch", detail="why", free=True),))
+    '1. **Smaller batch** *(free)*'
+    """
+    return "\n".join(
+        f"{i}. **{step.action}**{' *(free)*' if step.free else ''}"
+        for i, step in enumerate(steps, 1)
+    )

@@ -1,0 +1,166 @@
+"""The lesson ``roofline.md``: its renderers and texts.
+
+Its pictures and tables: the roofline table and chart, the precision and host-link figures
+and the datasheet table.
+
+Renderers take the frozen results of the topic packages and return Markdown, HTML or chart
+markup; nothing here measures. See :mod:`gpulesson.course`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gpulesson.text import inert
+from gpulesson.timing import charts
+from gpulesson.timing.results import (
+    LinkBandwidth,
+    Placement,
+    PrecisionTraffic,
+    Roofline,
+)
+from gpulesson.timing.teaching import (
+    SOURCE_ON_DEVICE_TB_PER_S,
+    SOURCE_PCIE_GB_PER_S,
+)
+from gpulesson.units import GB, MIB
+
+if TYPE_CHECKING:
+    from gpulesson.results.datasheets import Datasheet
+from gpulesson.course.why_gpus import NO_CUDA_TEXT, _sources, _tflops_cell, _warnings
+from gpulesson.timing.render import _gflops, _ms
+
+# An op right of the ridge is called compute-bound only once it reaches half its roof;
+# below that the table says the roof is above it and how much of it the op reached.
+HALF_OF_ROOF = 0.5
+
+
+def _regime(p: Placement) -> str:
+    """The regime, with the share: a compute-side op well short of the peak is not "bound".
+
+    >>> from types import SimpleNamespace as NS
+    >>> _regime(NS(regime="compute-bound", share_of_ceiling=0.3))
+    'compute roof above it, reached 30%'
+    >>> _regime(NS(regime="memory-bound", share_of_ceiling=0.72))
+    'memory-bound'
+    """
+    if p.regime == "compute-bound" and p.share_of_ceiling < HALF_OF_ROOF:
+        return f"compute roof above it, reached {p.share_of_ceiling:.0%}"
+    return p.regime
+
+
+def roofline_markdown(roof: Roofline) -> str:
+    """Bandwidth, peak, ridge, and each operation's place under the roof."""
+    gbps = roof.bandwidth_bytes_per_s / GB
+    lines = [
+        "| quantity | measured on " + roof.device + " | how |",
+        "|---|---:|---|",
+        f"| memory bandwidth | {gbps:,.1f} GB/s | {roof.bandwidth.name}, "
+        f"{roof.bandwidth.bytes_moved / MIB:,.0f} MiB read + written / median time |",
+        f"| matmul peak | {_gflops(roof.peak_flop_per_s)} GFLOP/s | "
+        f"{roof.peak.name}, fp32: 2n^3 / median time |",
+        f"| ridge point | {roof.ridge_flop_per_byte:,.1f} FLOP/byte | peak / bandwidth |",
+        "",
+        "| operation | FLOP/byte | achieved GFLOP/s | ceiling at that intensity (GFLOP/s) "
+        "| share of ceiling | regime |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for p in roof.placements:
+        op = p.op
+        lines.append(
+            f"| {op.name} | {op.intensity_flop_per_byte:.3g} | {_gflops(op.flop_per_s)} | "
+            f"{_gflops(p.ceiling_flop_per_s)} | {p.share_of_ceiling:.0%} | {_regime(p)} |"
+        )
+    lines += _warnings([roof.bandwidth, *(op for op in roof.ops if op is not roof.bandwidth)])
+    return "\n".join(lines)
+
+
+def roofline_chart(roof: Roofline) -> str:
+    """The measured roofline with the operations placed on it: a chart (Vega-Lite) in a figure."""
+    spec = charts.roofline_chart(
+        peak_flop_per_s=roof.peak_flop_per_s,
+        bandwidth_bytes_per_s=roof.bandwidth_bytes_per_s,
+        points=tuple(
+            charts.Point(op.name, op.intensity_flop_per_byte, op.flop_per_s) for op in roof.ops
+        ),
+        title=f"Roofline measured on {roof.device}",
+    )
+    return charts.to_html(
+        spec,
+        caption="The roofline and the operations under it: every value is in the tables above.",
+    )
+
+
+def precision_markdown(p: PrecisionTraffic) -> str:
+    """The fp32-vs-bf16 add as a small table."""
+    lines = [
+        f"| c = a + b, {p.fp32.flops:,} elements on {p.fp32.device} | bytes moved (MiB) "
+        "| median (ms) | GB/s |",
+        "|---|---:|---:|---:|",
+    ]
+    for op in (p.fp32, p.bf16):
+        lines.append(
+            f"| {op.dtype} | {op.bytes_moved / MIB:,.0f} | {_ms(op.median_s)} | "
+            f"{op.bytes_per_s / GB:,.1f} |"
+        )
+    lines += ["", f"bf16 moves half the bytes and runs {p.speedup:.2f}x as fast here."]
+    lines += _warnings([p.fp32, p.bf16])
+    return "\n".join(lines)
+
+
+def link_markdown(link: LinkBandwidth | None) -> str:
+    """The link table, or a plain statement that no GPU was present, with the source's ranges."""
+    quoted = (
+        f"The source lesson's ranges (quoted, not measured here): PCIe about "
+        f"{SOURCE_PCIE_GB_PER_S[0]}-{SOURCE_PCIE_GB_PER_S[1]} GB/s, on-device memory about "
+        f"{SOURCE_ON_DEVICE_TB_PER_S[0]}-{SOURCE_ON_DEVICE_TB_PER_S[1]} TB/s."
+    )
+    if link is None:
+        return (
+            f"Host-to-device copies: {NO_CUDA_TEXT}, so there is no PCIe link to measure; "
+            f"this build's on-device figure is the CPU's memory bandwidth above. {quoted}"
+        )
+    rows = [("host to device, pageable", link.pageable)]
+    if link.pinned is not None:
+        rows.append(("host to device, pinned", link.pinned))
+    rows.append((f"on {link.device}, device to device", link.on_device))
+    lines = ["| copy | bytes moved (MiB) | median (ms) | GB/s |", "|---|---:|---:|---:|"]
+    for label, op in rows:
+        lines.append(
+            f"| {label} | {op.bytes_moved / MIB:,.0f} | {_ms(op.median_s)} | "
+            f"{op.bytes_per_s / GB:,.1f} |"
+        )
+    lines += [
+        "",
+        f"On-device copies run {link.on_device_over_link:.0f}x faster than the host link here. "
+        f"{quoted}",
+    ]
+    lines += _warnings([op for _, op in rows])
+    return "\n".join(lines)
+
+
+def datasheets_markdown(
+    rows: Sequence[Datasheet], dtypes: Sequence[str] = ("fp32", "bf16", "fp16")
+) -> str:
+    """Memory bandwidth and dense peaks of some GPUs, as their datasheets print them.
+
+    A dash means the datasheet gives no figure (a dtype the card has no tensor cores for).
+    Used by ``roofline.md``.
+
+    >>> from gpulesson.results import datasheets
+    >>> print(datasheets_markdown([datasheets.get("t4")]).splitlines()[2][:36])
+    | NVIDIA T4 | 320 | 8.1 | — | 65.0 |
+    """
+    head = " | ".join(f"dense {d} (TFLOP/s)" for d in dtypes)
+    lines = [
+        f"| GPU | memory bandwidth (GB/s) | {head} | source |",
+        "|---|---:|" + "---:|" * len(dtypes) + "---|",
+    ]
+    for r in rows:
+        peaks = " | ".join(_tflops_cell(r.dense_flop_per_s(d)) for d in dtypes)
+        lines.append(
+            f"| {inert(r.name)} | {r.memory_bandwidth_stated_gb_per_s:,.0f} | {peaks} | "
+            f"{_sources(r)} |"
+        )
+    return "\n".join(lines)
