@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpulesson.site import claim_fence, claims, facts
+from gpulesson.site import build_bundle, claim_fence, claims, facts
 from tests.conftest import REPO
 
 LESSONS = REPO / "docs" / "lessons"
@@ -47,10 +47,12 @@ def exec_blocks(stem: str) -> list[tuple[str, str]]:
 def run_block(stem: str, block_id: str, code: str) -> str:
     """Run one block with the facts published so far on the page; return what it printed."""
     facts.begin_block(block_id)
+    build_bundle.begin_block()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, f"{stem}.md#{block_id}", "exec"), {"__name__": "__lesson__"})  # noqa: S102
     facts.end_block()
+    build_bundle.end_block()
     return out.getvalue()
 
 

@@ -314,7 +314,15 @@ def test_the_decode_entry_round_trips_through_bundle_measurements(monkeypatch):
     )
     out = entries_decode.run_decode(Context(device=cpu, quick=True))
     names = [m.name for m in out]
-    assert names == ["decode.bandwidth", "decode.matmul", "decode.b1", "decode.b3"]
+    assert names == [
+        "decode.bandwidth",
+        "decode.bandwidth_reading1"
+        if out[0].params["reading"] == 0
+        else "decode.bandwidth_reading0",
+        "decode.matmul",
+        "decode.b1",
+        "decode.b3",
+    ]
     b3 = out[-1]
     assert b3.unit == "tokens/s" and b3.value == pytest.approx(3 / b3.spread.median)
     sweep = entries_decode.sweep_from_measurements(out)
@@ -322,6 +330,9 @@ def test_the_decode_entry_round_trips_through_bundle_measurements(monkeypatch):
     assert [r.batch for r in sweep.rows] == [1, 3]
     assert sweep.rows[1].tokens_per_s == pytest.approx(b3.value)
     assert sweep.bandwidth_bytes_per_s == pytest.approx(out[0].value)
+    # both copy readings come back, before then after, as the page's table lists them
+    assert sorted(b.bytes_per_s for b in sweep.bandwidths) == sorted(m.value for m in out[:2])
+    assert sweep.bandwidths[int(out[0].params["reading"])].bytes_per_s == out[0].value
     assert entries_decode.sweep_from_measurements(out[:2]) is None
 
 

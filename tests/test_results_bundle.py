@@ -31,7 +31,7 @@ def test_the_schema_is_a_valid_draft_2020_12_schema_requiring_the_three_parts():
     schema = B.schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["required"] == ["schema_version", "provenance", "measurements"]
-    assert schema["properties"]["schema_version"]["const"] == B.SCHEMA_VERSION
+    assert schema["properties"]["schema_version"]["enum"] == [1, B.SCHEMA_VERSION]
     required = set(schema["$defs"]["provenance"]["required"])
     for name in (
         "device_type",
@@ -88,8 +88,37 @@ def test_a_wrong_unit_is_named():
 
 def test_a_wrong_schema_version_is_named():
     data = fixture()
-    data["schema_version"] = 2
+    data["schema_version"] = 3
     assert refused(data).field == "schema_version"
+
+
+def _with_series(version: int, points: int = 3) -> dict:
+    data = fixture()
+    data["schema_version"] = version
+    data["measurements"][0]["series"] = {
+        "x_label": "n",
+        "x_unit": "",
+        "y_unit": "s",
+        "points": [[float(i), 0.5 * i] for i in range(points)],
+    }
+    return data
+
+
+def test_a_series_round_trips_in_version_2_and_version_1_bundles_are_still_read():
+    bundle = B.validate(_with_series(2))
+    series = bundle.measurements[0].series
+    assert series is not None and series.points[2] == (2.0, 1.0) and series.y_unit == "s"
+    assert B.to_dict(bundle)["measurements"][0]["series"]["points"][2] == [2.0, 1.0]
+    assert B.validate(fixture()).schema_version == 1  # the fixtures are version 1
+    assert B.schema()["$defs"]["series"]["properties"]["points"]["maxItems"] == (
+        B.MAX_SERIES_POINTS
+    )
+
+
+def test_a_series_in_a_version_1_bundle_or_past_the_bound_is_named():
+    assert refused(_with_series(1)).field == "measurements[0].series"
+    too_long = refused(_with_series(2, points=B.MAX_SERIES_POINTS + 1))
+    assert too_long.field == "measurements[0].series.points"
 
 
 def test_throughput_above_the_datasheet_peak_is_implausible():

@@ -49,7 +49,7 @@ from gpulesson.results.bundle_input import FieldError
 from gpulesson.results.datasheets import Datasheet
 from gpulesson.timing.results import quantile
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added Measurement.series; version 1 bundles are still read
 SCHEMA_FILE = "bundle.schema.json"
 UNITS = ("FLOP/s", "B/s", "s", "bytes", "ratio", "tokens/s", "steps/s")
 LIMITS = ("peak_flops", "memory_bandwidth", "device_memory")
@@ -80,6 +80,22 @@ class Spread:
     count: int
 
 
+MAX_SERIES_POINTS = 5000  # the schema's maxItems for a series
+
+
+@dataclass(frozen=True)
+class Series:
+    """The curve behind a figure: ``points`` (x, y), x in ``x_unit``, y in ``y_unit``.
+
+    At most ``MAX_SERIES_POINTS`` points, so a bundle stays small enough to read whole.
+    """
+
+    x_label: str
+    x_unit: str
+    y_unit: str
+    points: tuple[tuple[float, float], ...]
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One named figure with the raw samples behind it.
@@ -103,6 +119,7 @@ class Measurement:
     params: Mapping[str, Scalar] = field(default_factory=dict)
     warning: str | None = None
     note: str = ""
+    series: Series | None = None
 
     @property
     def spread(self) -> Spread:
@@ -230,6 +247,13 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
     }
     if m.note:
         out["note"] = bundle_input.one_line(m.note)
+    if m.series is not None:
+        out["series"] = {
+            "x_label": m.series.x_label,
+            "x_unit": m.series.x_unit,
+            "y_unit": m.series.y_unit,
+            "points": [[x, y] for x, y in m.series.points],
+        }
     return out
 
 
@@ -286,7 +310,8 @@ def to_json(bundle: Bundle) -> str:
     return json.dumps(to_dict(bundle), indent=2) + "\n"
 
 
-def _measurement(data: dict[str, Any]) -> Measurement:
+def measurement_from_dict(data: dict[str, Any]) -> Measurement:
+    """One measurement from the schema's object (the inverse of :func:`measurement_to_dict`)."""
     return Measurement(
         name=data["name"],
         entry=data["entry"],
@@ -301,6 +326,16 @@ def _measurement(data: dict[str, Any]) -> Measurement:
         params=dict(data.get("params", {})),
         warning=data.get("warning"),
         note=data.get("note", ""),
+        series=None if "series" not in data else _series(data["series"]),
+    )
+
+
+def _series(data: dict[str, Any]) -> Series:
+    return Series(
+        x_label=data["x_label"],
+        x_unit=data["x_unit"],
+        y_unit=data["y_unit"],
+        points=tuple((float(x), float(y)) for x, y in data["points"]),
     )
 
 
@@ -335,7 +370,7 @@ def from_dict(data: dict[str, Any]) -> Bundle:
     )
     return Bundle(
         provenance=provenance,
-        measurements=tuple(_measurement(m) for m in data["measurements"]),
+        measurements=tuple(measurement_from_dict(m) for m in data["measurements"]),
         skipped=tuple(Skipped(s["entry"], s["reason"]) for s in data.get("skipped", [])),
         schema_version=data["schema_version"],
     )
@@ -410,10 +445,14 @@ def consistency_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
     seen: set[str] = set()
     for i, m in enumerate(data["measurements"]):
         where = f"measurements[{i}]"
+        if "series" in m and data["schema_version"] < 2:
+            problems.append(
+                (f"{where}.series", "a series needs schema_version 2: set it, or drop the series")
+            )
         if m["name"] in seen:
             problems.append((f"{where}.name", f"{m['name']!r} appears twice: names are unique"))
         seen.add(m["name"])
-        measured = _measurement(m)
+        measured = measurement_from_dict(m)
         s = measured.spread
         stored = m["spread"]
         for key in ("median", "p25", "p75", "min", "max", "count"):

@@ -7,7 +7,9 @@ batch sizes whose weights and KV cache would not fit ``context.memory_budget_byt
 Each batch becomes one measurement ``decode.b<batch>`` in tokens/s, its samples the
 seconds of each decode step, its params the counts a bound needs (weight bytes, KV bytes
 per token, context, FLOPs per token); the copy bandwidth and the matmul rate the sweep was
-set against become ``decode.bandwidth`` (B/s) and ``decode.matmul`` (FLOP/s).
+set against become ``decode.bandwidth`` (B/s, the faster of the readings taken before and
+after the sweep; the other is ``decode.bandwidth_reading<i>``) and ``decode.matmul``
+(FLOP/s).
 :func:`sweep_from_measurements` reads them back into the same
 :class:`~gpulesson.timing.decode.DecodeSweep`, so a page renders a bundle's rows with the
 renderers it uses for its own.
@@ -59,15 +61,31 @@ def sweep_measurements(sweep: DecodeSweep) -> list[Measurement]:
     """The sweep as bundle measurements: the two ceilings, then one row per batch size."""
     c = sweep.config
     model = {f"model_{name}": getattr(c, name) for name in CONFIG_FIELDS}
-    bandwidth = max(sweep.bandwidths, key=lambda b: b.bytes_per_s)
+    fastest = max(range(len(sweep.bandwidths)), key=lambda i: sweep.bandwidths[i].bytes_per_s)
     out = [
         throughput(
-            bandwidth,
+            sweep.bandwidths[fastest],
             name="decode.bandwidth",
             entry=ENTRY,
             unit="B/s",
             label="copy: the bandwidth the decode rows are set against",
             limit="memory_bandwidth",
+            params={"reading": fastest},
+        ),
+        *(
+            throughput(
+                other,
+                name=f"decode.bandwidth_reading{i}",
+                entry=ENTRY,
+                unit="B/s",
+                label="copy: a slower reading of the same bandwidth, taken "
+                + ("before" if i == 0 else "after")
+                + " the sweep",
+                limit="memory_bandwidth",
+                params={"reading": i},
+            )
+            for i, other in enumerate(sweep.bandwidths)
+            if i != fastest
         ),
         throughput(
             sweep.peak,
@@ -133,8 +151,11 @@ def sweep_from_measurements(measurements: Sequence[Measurement]) -> DecodeSweep 
     )
     if not rows_m or "decode.bandwidth" not in by_name or "decode.matmul" not in by_name:
         return None
-    bw = by_name["decode.bandwidth"]
     mm = by_name["decode.matmul"]
+    readings = sorted(
+        (m for m in by_name.values() if m.unit == "B/s" and m.name.startswith("decode.bandwidth")),
+        key=lambda m: int(m.params.get("reading", 0)),
+    )
     first = rows_m[0].params
     config = GPT2Config(**{name: int(first[f"model_{name}"]) for name in CONFIG_FIELDS})
     rows = tuple(
@@ -159,7 +180,7 @@ def sweep_from_measurements(measurements: Sequence[Measurement]) -> DecodeSweep 
         parameters=int(first["parameters"]),
         config=config,
         rows=rows,
-        bandwidths=(_op(bw, "copy", 0, int(bw.params["bytes"])),),
+        bandwidths=tuple(_op(m, "copy", 0, int(m.params["bytes"])) for m in readings),
         peak=_op(mm, mm.label.split(",")[0], int(mm.params["flop"]), 0),
     )
 

@@ -21,6 +21,7 @@ Requests (a dict with ``op``) and what the answer holds:
   Answer: ``status`` ``ok`` (``output``), ``error`` (it raised: markdown-exec's
   message) or ``exit`` (``sys.exit``, ``KeyboardInterrupt`` or another
   ``BaseException``: ``trace``); ``what`` in words; the facts it published; the
+  suite entries it measured (:mod:`gpulesson.site.build_bundle`); the
   warnings and errors it logged and the ``warnings.warn`` calls it made (``records``);
   what it read (``reads``: :meth:`gpulesson.site.exec_reads.ReadRecorder.end`).
   Whatever it changed in the worker is put back afterwards
@@ -185,16 +186,17 @@ def _follow_content(state: Any) -> None:
 def _run(request: dict[str, Any], capture: LogCapture) -> dict[str, Any]:
     api = importlib.import_module(f"{PACKAGE}.site.markdown_exec_api").load()
     facts = importlib.import_module(f"{PACKAGE}.site.facts")
+    measured = importlib.import_module(f"{PACKAGE}.site.build_bundle")
     _follow_content(request.get("content"))
     before = exec_isolation.capture(_recorder.local_modules())
     try:
-        return _run_block(request, capture, api, facts)
+        return _run_block(request, capture, api, facts, measured)
     finally:
         exec_isolation.restore(before, _recorder.local_modules())
 
 
 def _run_block(
-    request: dict[str, Any], capture: LogCapture, api: Any, facts: Any
+    request: dict[str, Any], capture: LogCapture, api: Any, facts: Any, measured: Any
 ) -> dict[str, Any]:
     for counted in request.get("counted", ()):
         api.code_block_id(*counted)
@@ -203,6 +205,7 @@ def _run_block(
     facts.begin_page(request["page"])
     facts.restore(request["page_facts"])
     facts.begin_block(block_id)
+    measured.begin_block(request.get("measured_so_far"))
     reply: dict[str, Any] = {"status": "ok", "output": "", "what": "", "trace": ""}
     os.chdir(request["cwd"])
     if request.get("columns") is not None:
@@ -235,6 +238,8 @@ def _run_block(
     finally:
         reply["records"] = capture.stop() + [warning_record(w) for w in caught]
         reply["published"] = [fact.to_dict() for fact in facts.end_block()]
+        reply["measured"] = measured.end_block()
+        reply["measured_reads"] = measured.end_reads()
     return reply
 
 

@@ -14,9 +14,10 @@ block runs in a new worker if the old one is gone.
 
 **What a block leaves.** Its printed output (at most :data:`OUTPUT_LIMIT_CHARS`
 characters are embedded; beyond that the page shows an "Output truncated" note and
-the build logs a warning), the facts it published (:mod:`gpulesson.site.facts`) and
-the warnings and errors it logged. All three are stored, and replayed when the block
-is served from the cache, so a cached build warns and fails exactly as a fresh one.
+the build logs a warning), the facts it published (:mod:`gpulesson.site.facts`), the
+suite entries it measured (:mod:`gpulesson.site.build_bundle`) and the warnings and
+errors it logged. All four are stored, and replayed when the block is served from the
+cache, so a cached build has the same figures, warns and fails exactly as a fresh one.
 
 **The key** has two levels, since what a block reads is known only once it ran:
 
@@ -32,8 +33,9 @@ is served from the cache, so a cached build warns and fails exactly as a fresh o
   stored with the result: the files of the repository modules it used (the modules it
   imported and theirs, transitively), the files it or those modules opened for reading
   and the folders they listed (inside the repository, outside ``.venv``, the cache and
-  the site), and the environment variables read through ``os.environ``, each with its
-  hash or value then.
+  the site), the environment variables read through ``os.environ``, and the suite
+  measurements of earlier blocks it was given (:mod:`gpulesson.site.build_bundle`), each
+  with its hash or value then.
 
 A stored result is shown only when its identity matches and every recorded hash and
 value still holds (:func:`dependencies_hold`); else the block runs again and its entry
@@ -77,7 +79,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from pymdownx.superfences import SuperFencesException
 
-from gpulesson.site import exec_timing, facts, markdown_exec_api
+from gpulesson.site import build_bundle, exec_timing, facts, markdown_exec_api
 
 FRESH_ENV = "GPULESSON_FRESH"
 CACHE_DIR_ENV = "GPULESSON_CACHE_DIR"
@@ -86,7 +88,7 @@ TIMEOUT_ENV = "GPULESSON_BLOCK_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 600.0
 OUTPUT_LIMIT_CHARS = 200_000  # 40 times the longest output a lesson prints today
 DEFAULT_CACHE_DIR = Path(".cache", "gpulesson-exec")
-SCHEMA = 4
+SCHEMA = 5
 LANGUAGES = ("python", "py")
 # Variables of these families are in every block's key (libraries read them in C, unseen).
 ENV_FAMILIES = ("GPULESSON_", "OMP_", "MKL_", "CUDA_", "TORCH_", "PYTORCH_")
@@ -97,6 +99,7 @@ MACHINERY = (
     "site/exec_isolation.py",
     "site/markdown_exec_api.py",
     "site/facts.py",
+    "site/build_bundle.py",
 )
 THREAD_ENV = (
     "OMP_NUM_THREADS",
@@ -162,6 +165,7 @@ class CachedResult:
     published: list[dict[str, Any]]
     records: list[dict[str, Any]]  # {"logger", "level", "message"}, WARNING and above
     dependencies: dict[str, str | None] = field(default_factory=dict)  # see dependencies()
+    measured: list[dict[str, Any]] = field(default_factory=list)  # see site.build_bundle
 
 
 @dataclass
@@ -303,6 +307,8 @@ def dependency_value(name: str, environ: Mapping[str, str]) -> str | None:
     kind, _, target = name.partition(":")
     if kind == "env":
         return environ.get(target)
+    if name.startswith(build_bundle.DEPENDENCY):
+        return build_bundle.current(name)
     path = Path(target)
     if kind == "listing":
         return _listing_sha256(path)
@@ -346,7 +352,7 @@ def dependencies_hold(
     False
     """
     for name, value in recorded.items():
-        if name.startswith("env:"):
+        if name.startswith(("env:", build_bundle.DEPENDENCY)):  # not memoised: they change
             now = dependency_value(name, environ)
         else:
             if name not in hashes:
@@ -478,6 +484,7 @@ class ResultStore:
             records = entry["records"]
             output_chars = entry["output_chars"]
             deps = entry["dependencies"]
+            measured = entry["measured"]
             valid = (
                 entry["schema"] == SCHEMA
                 and entry["key"] == key
@@ -490,6 +497,8 @@ class ResultStore:
                 and all(_valid_record(r) for r in records)
                 and isinstance(deps, dict)
                 and all(isinstance(v, str | None) for v in deps.values())
+                and isinstance(measured, list)
+                and all(isinstance(m, dict) and "measurements" in m for m in measured)
                 and entry["output_sha256"] == hashlib.sha256(output.encode()).hexdigest()
             )
         except FileNotFoundError:
@@ -500,7 +509,7 @@ class ResultStore:
         if not valid:
             log.debug("ignoring damaged cache entry %s", path)
             return None
-        return CachedResult(output, output_chars, published, records, deps)
+        return CachedResult(output, output_chars, published, records, deps, measured)
 
     def put(
         self,
@@ -511,6 +520,7 @@ class ResultStore:
         records: list[dict[str, Any]] | None = None,
         output_chars: int | None = None,
         dependencies: Mapping[str, str | None] | None = None,
+        measured: list[dict[str, Any]] | None = None,
     ) -> bool:
         """Store a result atomically; False (and nothing raised) when the disk refuses."""
         path = self.path_for(key)
@@ -522,6 +532,7 @@ class ResultStore:
             "facts": published or [],
             "records": records or [],
             "dependencies": dict(dependencies or {}),
+            "measured": measured or [],
             "output_sha256": hashlib.sha256(output.encode()).hexdigest(),
             "elapsed_s": round(elapsed_s, 6),
         }
@@ -742,6 +753,7 @@ def cached_runner(
                     facts.begin_block(block_id)
                     facts.replay(entry.published)
                     facts.end_block()
+                    build_bundle.record(page, block_id, entry.measured)
                     replay_records(entry.records, page, block_id)
                     settings.recorder.block(block_id, "cached", time.perf_counter() - start)
                     return _embedded(entry.output, entry.output_chars, page, block_id)
@@ -758,6 +770,7 @@ def cached_runner(
             "columns": os.environ.get("COLUMNS"),
             "counted": list(settings.counted),
             "content": content_state(),
+            "measured_so_far": build_bundle.available(),
         }
         settings.counted.clear()
         reply = runner.request(request, limit_s)
@@ -770,13 +783,16 @@ def cached_runner(
             facts.begin_block(block_id)
             facts.replay(published)
             facts.end_block()
+            measured = data.get("measured", [])
+            build_bundle.record(page, block_id, measured)
             output, output_chars = limit_output(data["output"])
             if cacheable and policy.write and store is not None:
                 names = dependencies(data.get("reads", {}))
                 for name in names:  # the block may have written them: hash them anew
                     settings.hashes.pop(name, None)
                 deps = {name: dependency_value(name, os.environ) for name in names}
-                store.put(key, output, elapsed_s, published, records, output_chars, deps)
+                deps.update(data.get("measured_reads", {}))
+                store.put(key, output, elapsed_s, published, records, output_chars, deps, measured)
             status = "ran" if cacheable else "uncacheable"
             settings.recorder.block(block_id, status, elapsed_s)
             return _embedded(output, output_chars, page, block_id)

@@ -1,7 +1,9 @@
 """GPU figures for a lesson: from this build's GPU, else from the newest reference bundle.
 
 A lesson that shows GPU numbers has three cases. The build runs on a CUDA
-device: the page measures them itself. It does not, but a reference bundle
+device: the page asks the measurement suite for them (:func:`gpu_measurements`, which
+goes through :func:`gpulesson.site.build_bundle.measure`, so they land in this build's
+bundle). It does not, but a reference bundle
 exists (``results/reference/``, made by the project's GPU runners with
 ``gpulesson measure``): the page shows that bundle's figures, stamped with the
 bundle's own provenance, never as this build's measurement. Neither: the page
@@ -24,11 +26,12 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpulesson.results.bundle import Measurement
 from gpulesson.results.compare import Sourced, load_dir
-from gpulesson.site import facts
+from gpulesson.site import build_bundle, facts
 from gpulesson.site.results_pages import RESULTS_DIR
 from gpulesson.text import inert
 
@@ -116,6 +119,38 @@ on this build.'
 def kinds_stamp_html(device_type: str, root: Path = RESULTS_DIR) -> str:
     """:func:`kinds_line` as a stamp line (raw HTML, its text escaped)."""
     return f'<div class="gl-stamp gl-gpu-kinds" markdown="0">{kinds_line(device_type, root)}</div>'
+
+
+@dataclass(frozen=True)
+class GpuMeasurements:
+    """A suite entry's GPU measurements for a page, and where they come from.
+
+    ``ref`` is the reference bundle they were read from, None when this build's GPU
+    measured them (through :func:`gpulesson.site.build_bundle.measure`).
+    """
+
+    measurements: tuple[Measurement, ...]
+    ref: Sourced | None
+
+    def stamp(self) -> str:
+        """The reference bundle's admonition (with a blank line after), or "" for this build's."""
+        return "" if self.ref is None else stamp_markdown(self.ref) + "\n\n"
+
+
+def gpu_measurements(entry: str, root: Path = RESULTS_DIR) -> GpuMeasurements | None:
+    """Suite entry ``entry`` on a GPU: this build's CUDA device measures it (once per build,
+    through the suite), else the newest reference bundle's rows of it; None when neither.
+
+    >>> gpu_measurements("decode", root=Path("/no/such/results")) is None or build_has_gpu()
+    True
+    """
+    if build_has_gpu():
+        return GpuMeasurements(build_bundle.measure(entry, "cuda"), None)
+    ref = newest_gpu_bundle(root)
+    if ref is None:
+        return None
+    rows = tuple(m for m in ref.bundle.measurements if m.entry == entry)
+    return GpuMeasurements(rows, ref) if rows else None
 
 
 def measurement(ref: Sourced, name: str) -> Measurement:

@@ -43,6 +43,7 @@ from mkdocs.exceptions import PluginError
 from gpulesson.results import datasheets, published
 from gpulesson.site import (
     block_runner,
+    build_bundle,
     claim_fence,
     claims,
     exec_cache,
@@ -293,7 +294,9 @@ def on_config(config: Any) -> Any:
         if message:
             raise PluginError(message)
     _state["record"] = provenance.collect_build_record(report)
+    _state["report"] = report
     facts.reset()
+    build_bundle.reset()
     _set_up_exec_cache(config, report, _state["record"], threads, runner, limit_s)
     return config
 
@@ -454,7 +457,7 @@ def _report_claims(checked: list[claims.Claim]) -> None:
 
 
 def on_post_build(config: Any) -> None:
-    """Write the build record and the execution timings into the site; log the slow pages."""
+    """Write the build record, this build's bundle and the execution timings into the site."""
     checked = claims.claims()
     Path(config["site_dir"], RECORD_FILE).write_text(record_json(_record(), checked))
     _report_claims(checked)
@@ -467,6 +470,9 @@ def on_post_build(config: Any) -> None:
     log.info(exec_timing.to_text(pages, reason))
     if settings.failures:
         raise PluginError(exec_cache.failure_summary(settings.failures))
+    problems = build_bundle.write(Path(config["site_dir"]), _state.get("report"))
+    if problems:
+        raise PluginError("this build's own bundle did not validate: " + "; ".join(problems))
     message = claims_error(checked, os.environ.get(exec_cache.REQUIRE_ENV, "").strip().lower())
     if message:
         raise PluginError(message)

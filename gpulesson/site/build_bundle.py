@@ -1,0 +1,264 @@
+"""This build's own result bundle: the suite entries lesson blocks ask for, run once, kept.
+
+A lesson block does not time anything itself. It asks the measurement suite
+(:mod:`gpulesson.results.suite`, the code behind ``gpulesson measure``) for an entry on a
+device and renders what comes back::
+
+    from gpulesson.results.entries_decode import sweep_from_measurements
+    from gpulesson.site import build_bundle
+    sweep = sweep_from_measurements(build_bundle.measure("decode", "cpu"))
+
+:func:`measure` runs in the build's block worker. It runs the entry once, full size (not
+``--quick``), and keeps its measurements with the block's result, so the execution cache
+stores them beside the block's output and facts and replays them when it serves the block
+from the cache (:mod:`gpulesson.site.exec_cache`): a cached build has the same figures as
+a fresh one. In the build process :func:`record` gathers every block's, and at the end of
+the build :func:`write` puts them into the site as ``build-bundle.json``, in the format of
+``results/`` (:mod:`gpulesson.results.bundle`: validated, so ``gpulesson compare`` reads
+it), its provenance from the same probe as ``build-record.json``. Entries measured on a
+second device (the CPU rows of a CUDA build) go to ``build-bundle-<device>.json``: a
+bundle is one device's.
+
+An entry runs once per build. A block that asks for an entry an earlier block of the build
+measured (on any page) gets those measurements back without running anything, and the
+execution cache records the read as a dependency (``measured:<device>/<entry>`` with the
+measurements' hash), so the block runs again when they change.
+
+>>> begin_block({"cpu/x": {"device": "cpu", "entry": "x", "wall_s": 0.0,
+...                        "measurements": [], "skipped": []}})
+>>> measure("x", "cpu")
+()
+>>> list(end_reads())
+['measured:cpu/x']
+>>> end_block()
+[]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpulesson.results import bundle as bundle_module
+from gpulesson.results.bundle import Bundle, Measurement, Skipped, SuiteRun
+
+BUNDLE_FILE = "build-bundle.json"
+DEVICES = ("cuda", "mps", "cpu")  # the first one measured names build-bundle.json
+
+log = logging.getLogger("mkdocs.plugins.gpulesson.site.build_bundle")
+
+DEPENDENCY = "measured:"  # the prefix of a cache dependency on another block's measurements
+
+# In the worker: what the running block measured, what the build had measured before it,
+# and which of those it read. In the build: every block's, in order, and as data by key.
+_block: list[dict[str, Any]] = []
+_available: dict[str, Mapping[str, Any]] = {}
+_reads: dict[str, str] = {}
+_build: list[Measured] = []
+_raw: dict[str, Mapping[str, Any]] = {}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One suite entry a block measured: where, on which device, and what came out."""
+
+    page: str
+    block_id: str
+    device: str
+    entry: str
+    wall_s: float
+    measurements: tuple[Measurement, ...]
+    skipped: tuple[Skipped, ...]
+
+
+# --- in the block worker -----------------------------------------------------------------
+
+
+def key(device: str, entry: str) -> str:
+    """How an entry measured on a device is named in the build (``cpu/decode``)."""
+    return f"{device}/{entry}"
+
+
+def digest(data: Mapping[str, Any]) -> str:
+    """The hash of one entry's measurements as data (what a reading block depends on)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def begin_block(available: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """A block starts: it has measured nothing yet; ``available`` is the build's so far."""
+    _block.clear()
+    _reads.clear()
+    _available.clear()
+    _available.update(available or {})
+
+
+def end_reads() -> dict[str, str]:
+    """The earlier blocks' entries the block read: dependency name to the hash it read."""
+    done = dict(_reads)
+    _reads.clear()
+    return done
+
+
+def end_block() -> list[dict[str, Any]]:
+    """What the block measured, as data for the build (and the execution cache)."""
+    done = list(_block)
+    _block.clear()
+    return done
+
+
+def measure(entry: str, device: str) -> tuple[Measurement, ...]:
+    """Run suite entry ``entry`` on ``device`` for this build; its measurements.
+
+    ValueError for an unknown entry or a device it does not apply to; an entry that raised
+    raises RuntimeError with its message, so the block fails loudly and the build stops.
+    """
+    from gpulesson.results import suite
+
+    earlier = _available.get(key(device, entry))
+    if earlier is not None:  # an earlier block of this build measured it: never twice
+        _reads[DEPENDENCY + key(device, entry)] = digest(earlier)
+        return tuple(bundle_module.measurement_from_dict(m) for m in earlier["measurements"])
+    if device not in DEVICES:
+        raise ValueError(f"device={device!r} is not one of {', '.join(DEVICES)}")
+    (chosen,) = suite.select([entry])
+    context = suite.Context(device=suite.Device.this(device), quick=False)
+    if not chosen.applies(context.device):
+        raise ValueError(f"suite entry {entry!r} does not run on {device}: it needs {chosen.needs}")
+    result = suite.run_suite(context, (chosen,))
+    if result.errors:
+        raise RuntimeError(f"suite entry {entry!r} failed on {device}: {result.errors[0].reason}")
+    _block.append(
+        {
+            "device": device,
+            "entry": entry,
+            "wall_s": result.wall_s,
+            "measurements": [bundle_module.measurement_to_dict(m) for m in result.measurements],
+            "skipped": [{"entry": s.entry, "reason": s.reason} for s in result.skipped],
+        }
+    )
+    return result.measurements
+
+
+# --- in the build process ----------------------------------------------------------------
+
+
+def reset() -> None:
+    """Forget what earlier builds measured (the start of a build)."""
+    _build.clear()
+    _raw.clear()
+
+
+def available() -> dict[str, Mapping[str, Any]]:
+    """What the build has measured so far, by :func:`key`, as data (for the next block)."""
+    return dict(_raw)
+
+
+def current(dependency: str) -> str | None:
+    """The hash of the measurements a ``measured:`` dependency names, None if not measured.
+
+    >>> reset(); current("measured:cpu/none") is None
+    True
+    """
+    data = _raw.get(dependency.removeprefix(DEPENDENCY))
+    return None if data is None else digest(data)
+
+
+def record(page: str, block_id: str, measured: Iterable[Mapping[str, Any]]) -> None:
+    """Keep what a block measured (run now or served from the cache).
+
+    A page rebuilt by ``mkdocs serve`` replaces its block's earlier entry. An entry another
+    block already measured on the same device is logged as an error, which stops a strict
+    build: the figures belong to one block, and other blocks read them as its facts.
+    """
+    for data in measured:
+        item = Measured(
+            page=page,
+            block_id=block_id,
+            device=str(data["device"]),
+            entry=str(data["entry"]),
+            wall_s=float(data["wall_s"]),
+            measurements=tuple(
+                bundle_module.measurement_from_dict(m) for m in data["measurements"]
+            ),
+            skipped=tuple(Skipped(s["entry"], s["reason"]) for s in data["skipped"]),
+        )
+        for i, other in enumerate(_build):
+            if (other.device, other.entry) != (item.device, item.entry):
+                continue
+            if (other.page, other.block_id) == (page, block_id):
+                del _build[i]
+                break
+            # Two blocks ran it: the second was served from the cache before the first ran.
+            log.error(
+                "%s: block %r measures suite entry %r on %s again; block %r on %s already "
+                "did: read that block's facts instead (an entry runs once per build)",
+                page,
+                block_id,
+                item.entry,
+                item.device,
+                other.block_id,
+                other.page,
+            )
+            return
+        _build.append(item)
+        _raw[key(item.device, item.entry)] = dict(data)
+
+
+def measured() -> tuple[Measured, ...]:
+    """Everything this build measured, in the order the blocks ran."""
+    return tuple(_build)
+
+
+def file_name(device: str, devices: Iterable[str]) -> str:
+    """The site file of ``device``'s bundle when the build measured on ``devices``.
+
+    >>> file_name("cpu", ["cpu"]), file_name("cuda", ["cpu", "cuda"])
+    ('build-bundle.json', 'build-bundle.json')
+    >>> file_name("cpu", ["cpu", "cuda"])
+    'build-bundle-cpu.json'
+    """
+    main = next(d for d in DEVICES if d in set(devices))
+    return BUNDLE_FILE if device == main else f"build-bundle-{device}.json"
+
+
+def bundles(report: Any) -> dict[str, Bundle]:
+    """This build's bundles by site file name; provenance from the build's probe ``report``."""
+    from gpulesson.results import provenance
+
+    devices = {m.device for m in _build}
+    out: dict[str, Bundle] = {}
+    for device in (d for d in DEVICES if d in devices):
+        done = [m for m in _build if m.device == device]
+        suite = SuiteRun(
+            quick=False,
+            wall_s=sum(m.wall_s for m in done),
+            entries=tuple(m.entry for m in done),
+        )
+        out[file_name(device, devices)] = Bundle(
+            provenance=provenance.collect(device, suite, report=report),
+            measurements=tuple(x for m in done for x in m.measurements),
+            skipped=tuple(x for m in done for x in m.skipped),
+        )
+    return out
+
+
+def write(site_dir: Path, report: Any) -> list[str]:
+    """Validate this build's bundles and write them into ``site_dir``; problems, one line each.
+
+    A bundle that does not validate is not written: the problem names its file and field.
+    """
+    problems = []
+    for name, bundle in bundles(report).items():
+        data = bundle_module.to_dict(bundle)
+        try:
+            bundle_module.validate(json.loads(json.dumps(data)))
+        except bundle_module.BundleError as error:
+            problems.append(f"{name}: {error}")
+            continue
+        Path(site_dir, name).write_text(bundle_module.to_json(bundle), encoding="utf-8")
+    return problems
