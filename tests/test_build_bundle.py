@@ -134,7 +134,7 @@ def test_an_entry_measured_by_a_second_block_is_a_build_error_naming_both(fresh_
 def test_a_bundle_that_does_not_validate_is_not_written_and_says_where(tmp_path, fresh_build):
     (m,) = build_bundle.measure(ENTRY, "cpu")
     build_bundle.end_block()
-    bad = bundle_module.measurement_to_dict(m) | {"value": m.value * 3}  # not its samples
+    bad = bundle_module.measurement_to_dict(m) | {"value": max(m.samples) * 10}  # past them
     build_bundle.record(
         "p.md",
         "b",
@@ -197,8 +197,13 @@ def test_gpu_figures_come_from_this_build_s_gpu_through_the_suite_else_a_referen
         build_bundle, "measure", lambda entry, device: asked.append((entry, device)) or ()
     )
     monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: True)
+    monkeypatch.setattr(build_bundle, "applies", lambda entry, device: entry == "decode")
     on_gpu = gpu_figures.gpu_measurements("decode", root=tmp_path)
     assert asked == [("decode", "cuda")] and on_gpu.ref is None and on_gpu.stamp() == ""
+    assert on_gpu.machine == "this build's machine"
+    one_gpu = gpu_figures.gpu_measurements("matmul", root=tmp_path)  # does not run here
+    assert asked == [("decode", "cuda")] and one_gpu.ref is not None
+    assert one_gpu.machine.startswith("the bundle's machine (")
     monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: False)
     from_ref = gpu_figures.gpu_measurements("matmul", root=tmp_path)
     assert from_ref.ref is not None and from_ref.ref.file == "h100.json"

@@ -52,7 +52,6 @@ _MEASURE_NAME = re.compile(r"^measure(_|$)")
 NOT_YET: dict[tuple[str, str], set[str]] = {
     ("compute-budget", "compute-mfu-cpu"): {"measure_cpu_mfu"},
     ("compute-budget", "compute-mfu-gpu"): {"gpu_mfu"},
-    ("decoding", "decoding-gpu"): {"gpu_sweep"},
     ("feeding", "feeding-loader"): {"measure_loader"},
     ("feeding", "feeding-copies"): {"run_copy_call", "run_host_copies"},
     ("feeding", "feeding-syncs"): {"find_syncs"},
@@ -81,8 +80,6 @@ NOT_YET: dict[tuple[str, str], set[str]] = {
     ("mixed-precision", "mp-gpu-speed"): {"measure_speeds"},
     ("mixed-precision", "mp-gpu-accuracy"): {"measure_accuracy"},
     ("mixed-precision", "mp-gpu-steps"): {"measure_steps"},
-    ("multi-gpu", "multi-gpu-gloo"): {"measure_gloo_sweep"},
-    ("multi-gpu", "multi-gpu-nccl"): {"all_reduce_sweep", "measure_nccl_sweep"},
     ("profiling", "profiling-ops"): {"profile", "profile_gpt_step"},
     ("profiling", "profiling-regions"): {"profile", "profile_gpt_step"},
     ("profiling", "profiling-first-step"): {"profile_first_and_steady"},

@@ -20,6 +20,7 @@ from gpulesson.timing.allreduce import (
     headline_figures,
     measure_gloo_sweep,
     ring_predictions,
+    size_name,
 )
 from gpulesson.units import GIB, MIB
 from tests.conftest import REPO
@@ -159,3 +160,43 @@ def test_the_entry_s_rows_are_consistent_and_read_back_as_a_sweep():
     assert [t.message_bytes for t in back.timings] == [t.message_bytes for t in sweep.timings]
     assert back.largest.bus_bytes_per_s == pytest.approx(sweep.largest.bus_bytes_per_s)
     assert entries_device.all_reduce_sweep(fixture) is None  # the old single row only
+
+
+def test_the_gloo_entry_is_the_lesson_s_sweep_and_reads_back_whole():
+    from gpulesson.results import entries_allreduce
+
+    rows = entries_allreduce.run_all_reduce_gloo(Context(device=CPU, quick=True))
+    sizes = entries_allreduce.PLANS[True][0]
+    assert [m.name for m in rows] == [f"all_reduce_gloo.{size_name(s)}" for s in sizes]
+    data = {"schema_version": 2, "measurements": [measurement_to_dict(m) for m in rows]}
+    assert consistency_problems(data) == []
+    back = entries_allreduce.sweep_from_measurements(rows, "all_reduce_gloo", "unused")
+    assert back is not None and back.backend == "gloo" and back.device == "cpu"
+    assert back.link.startswith("loopback") and back.check_ok and back.ranks == 2
+    assert [t.calls_per_sample for t in back.timings] == [
+        int(m.params["calls_per_sample"]) for m in rows
+    ]
+    assert [t.median_s for t in back.timings] == [m.spread.median for m in rows]
+    assert entries_allreduce.sweep_from_measurements(rows, "all_reduce", "x") is None
+
+
+def test_a_build_with_gpus_shows_nccl_rows_the_suite_measured_not_a_bundle(monkeypatch):
+    from gpulesson.site import build_bundle, facts, gpu_figures
+    from tests.lesson_blocks import exec_blocks, run_block
+
+    rows = tuple(entries_device.all_reduce_measurements(_sweep()))
+    asked = []
+    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: True)
+    monkeypatch.setattr(build_bundle, "applies", lambda entry, device: True)
+    monkeypatch.setattr(
+        build_bundle, "measure", lambda entry, device: asked.append((entry, device)) or rows
+    )
+    (code,) = [c for i, c in exec_blocks("multi-gpu") if i == "multi-gpu-nccl"]
+    facts.reset()
+    facts.begin_page("lessons/multi-gpu.md")
+    out = run_block("multi-gpu", "multi-gpu-nccl", code)
+    assert asked == [("all_reduce", "cuda")]
+    assert "reference result bundle" not in out  # this build's own figures: no stamp
+    assert "8 ranks on cuda, over test;" in out and "| 64 MiB |" in out  # the rows' own link
+    assert facts.value("multigpu.nccl_ranks") == 8
+    facts.reset()

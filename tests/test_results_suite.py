@@ -37,6 +37,7 @@ def test_the_registry_holds_the_issue_s_entries_once_each_in_run_order():
         "gpt_memory",
         "oom",
         "decode",  # the lessons' own rows follow, in course order of their modules
+        "all_reduce_gloo",
         "train_step",
         "amp_step",
         "tf32_accuracy",

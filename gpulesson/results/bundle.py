@@ -445,7 +445,7 @@ def consistency_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
     seen: set[str] = set()
     for i, m in enumerate(data["measurements"]):
         where = f"measurements[{i}]"
-        if "series" in m and data["schema_version"] < 2:
+        if "series" in m and data.get("schema_version", SCHEMA_VERSION) < 2:
             problems.append(
                 (f"{where}.series", "a series needs schema_version 2: set it, or drop the series")
             )

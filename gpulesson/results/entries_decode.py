@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.results.bundle import Bundle, Measurement, Skipped
 from gpulesson.results.measurements import throughput
-from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.results.suite import Context, SuiteEntry
 from gpulesson.timing.decode import (
     DecodePlan,
     DecodeSweep,
@@ -188,24 +188,6 @@ def sweep_from_measurements(measurements: Sequence[Measurement]) -> DecodeSweep 
 def sweep_from_bundle(bundle: Bundle) -> DecodeSweep | None:
     """The decode sweep a result bundle holds, or None when it has no decode rows."""
     return sweep_from_measurements(bundle.measurements)
-
-
-def gpu_sweep(bundle: Bundle | None, *, on_cuda: bool | None = None) -> DecodeSweep | None:
-    """The GPU decode rows a page shows: measured here on CUDA, else a bundle's, else None.
-
-    On a CUDA machine (``on_cuda``; default: ask torch) the full plan runs on GPU 0, its
-    batches trimmed to the memory budget; otherwise ``bundle`` (a reference bundle) is read.
-
-    >>> gpu_sweep(None, on_cuda=False) is None
-    True
-    """
-    import torch
-
-    if torch.cuda.is_available() if on_cuda is None else on_cuda:
-        context = Context(device=Device.this("cuda"), quick=False)
-        plan = fitting_plan(plan_for("cuda"), context.memory_budget_bytes)
-        return None if plan is None else measure_decode_sweep("cuda", plan)
-    return sweep_from_bundle(bundle) if bundle is not None else None
 
 
 def run_decode(context: Context) -> list[Measurement | Skipped]:

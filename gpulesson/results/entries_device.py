@@ -22,24 +22,19 @@ Each entry calls the function the lessons call and keeps its samples:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
 import torch
 
 from gpulesson.results.bundle import Bundle, Measurement
+from gpulesson.results.entries_allreduce import sweep_from_measurements, sweep_measurements
 from gpulesson.results.measurements import seconds, single, throughput
 from gpulesson.results.suite import Context, Device, SuiteEntry
-from gpulesson.timing.allreduce import (
-    AllReduceSweep,
-    AllReduceTiming,
-    measure_nccl_sweep,
-    size_label,
-    size_name,
-)
+from gpulesson.timing.allreduce import AllReduceSweep, measure_nccl_sweep, size_name
 from gpulesson.timing.bench import async_illusion, measure_transfer, plan_for
 from gpulesson.timing.launch import measure_launch_overhead
-from gpulesson.timing.results import OpResult
 from gpulesson.timing.roofline import measure_bandwidth, measure_op
 from gpulesson.units import GIB, MIB
 
@@ -345,41 +340,10 @@ def all_reduce_measurements(sweep: AllReduceSweep) -> list[Measurement]:
     (2(N-1)/N x the message), so the value is nccl-tests' bus bandwidth. The headline
     ``all_reduce.bus_bandwidth`` repeats the largest size under a name every bundle shares.
     """
-    out = []
-    for t in sweep.timings:
-        op = OpResult(
-            name="all-reduce",
-            device=sweep.device,
-            dtype=sweep.dtype,
-            threads=sweep.threads_per_rank,
-            samples_s=t.samples_s,
-            flops=0,
-            bytes_moved=round(t.sent_bytes),
-            calls_per_sample=t.calls_per_sample,
-        )
-        params = {
-            "gpus": sweep.ranks,
-            "message_bytes": t.message_bytes,
-            "backend": sweep.backend,
-            "sum_checked": sweep.check_ok,
-        }
-        label = f"all-reduce bus bandwidth over {sweep.ranks} GPUs, {size_label(t.message_bytes)}"
-        names = [f"{ALL_REDUCE_NAME}.{size_name(t.message_bytes)}"]
-        if t is sweep.largest:
-            names.append(ALL_REDUCE_NAME)
-        for name in names:
-            out.append(
-                throughput(
-                    op,
-                    name=name,
-                    entry="all_reduce",
-                    unit="B/s",
-                    label=label,
-                    headline=name == ALL_REDUCE_NAME,
-                    params=params,
-                )
-            )
-    return out
+    rows = sweep_measurements(sweep, entry="all_reduce", prefix=ALL_REDUCE_NAME)
+    largest = f"{ALL_REDUCE_NAME}.{size_name(sweep.largest.message_bytes)}"
+    (head,) = (m for m in rows if m.name == largest)
+    return [*rows, dataclasses.replace(head, name=ALL_REDUCE_NAME, headline=True)]
 
 
 def run_all_reduce(context: Context) -> list[Measurement]:
@@ -403,31 +367,8 @@ def all_reduce_sweep(bundle: Bundle | None) -> AllReduceSweep | None:
     """
     if bundle is None:
         return None
-    prefix = ALL_REDUCE_NAME + "."
-    rows = [m for m in bundle.measurements if m.name.startswith(prefix)]
-    if not rows:
-        return None
-    timings = tuple(
-        AllReduceTiming(
-            message_bytes=int(m.params["message_bytes"]),
-            ranks=int(m.params["gpus"]),
-            samples_s=tuple(m.samples),
-            calls_per_sample=int(m.params.get("calls_per_sample") or 1),
-        )
-        for m in rows
-    )
-    first = rows[0]
-    return AllReduceSweep(
-        backend=str(first.params.get("backend", "nccl")),
-        device=str(first.params.get("device", "cuda")),
-        ranks=timings[0].ranks,
-        dtype=first.dtype or "fp32",
-        threads_per_rank=int(first.params.get("threads") or 1),
-        link=f"the links of the bundle's machine ({bundle.provenance.device_name})",
-        timings=tuple(sorted(timings, key=lambda t: t.message_bytes)),
-        check_ok=all(bool(m.params.get("sum_checked", True)) for m in rows),
-        wall_s=None,
-    )
+    link = f"the links of the bundle's machine ({bundle.provenance.device_name})"
+    return sweep_from_measurements(bundle.measurements, ALL_REDUCE_NAME, link)
 
 
 def _is(device_type: str):

@@ -46,6 +46,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_matmul",
     "gpulesson.results.entries_memory",
     "gpulesson.results.entries_decode",
+    "gpulesson.results.entries_allreduce",
     "gpulesson.results.entries_compute",
     "gpulesson.results.entries_precision",
     "gpulesson.results.entries_profiling",

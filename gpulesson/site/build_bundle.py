@@ -111,6 +111,14 @@ def end_block() -> list[dict[str, Any]]:
     return done
 
 
+def applies(entry: str, device: str) -> bool:
+    """Whether suite entry ``entry`` runs on this machine's ``device`` (all_reduce: 2+ GPUs)."""
+    from gpulesson.results import suite
+
+    (chosen,) = suite.select([entry])
+    return chosen.applies(suite.Device.this(device))
+
+
 def measure(entry: str, device: str) -> tuple[Measurement, ...]:
     """Run suite entry ``entry`` on ``device`` for this build; its measurements.
 

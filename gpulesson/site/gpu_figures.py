@@ -132,6 +132,13 @@ class GpuMeasurements:
     measurements: tuple[Measurement, ...]
     ref: Sourced | None
 
+    @property
+    def machine(self) -> str:
+        """Whose GPUs these are, in words: this build's, or the reference bundle's device."""
+        if self.ref is None:
+            return "this build's machine"
+        return f"the bundle's machine ({self.ref.bundle.provenance.device_name})"
+
     def stamp(self) -> str:
         """The reference bundle's admonition (with a blank line after), or "" for this build's."""
         return "" if self.ref is None else stamp_markdown(self.ref) + "\n\n"
@@ -139,12 +146,13 @@ class GpuMeasurements:
 
 def gpu_measurements(entry: str, root: Path = RESULTS_DIR) -> GpuMeasurements | None:
     """Suite entry ``entry`` on a GPU: this build's CUDA device measures it (once per build,
-    through the suite), else the newest reference bundle's rows of it; None when neither.
+    through the suite) when the entry runs there, else the newest reference bundle's rows of
+    it (a one-GPU build shows a bundle's multi-GPU rows); None when neither.
 
     >>> gpu_measurements("decode", root=Path("/no/such/results")) is None or build_has_gpu()
     True
     """
-    if build_has_gpu():
+    if build_has_gpu() and build_bundle.applies(entry, "cuda"):
         return GpuMeasurements(build_bundle.measure(entry, "cuda"), None)
     ref = newest_gpu_bundle(root)
     if ref is None:
