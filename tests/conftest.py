@@ -33,6 +33,7 @@ from filelock import FileLock
 from pytest_markdown_docs.plugin import MarkdownDocstringCodeModule
 
 from gpulesson import probe as probe_module
+from gpulesson.site import block_outputs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -79,8 +80,23 @@ def _share_the_cores() -> None:
         torch.set_num_threads(max(1, torch.get_num_threads() // workers))
 
 
+def _executed_by_the_build(item: pytest.Item) -> bool:
+    """A lesson fence markdown-exec runs (``exec="on"``): the strict build tests it."""
+    start = getattr(item, "start_line", None)
+    if start is None or Path(str(item.fspath)).suffix != ".md":
+        return False
+    lines = Path(str(item.fspath)).read_text(encoding="utf-8").splitlines()
+    return 'exec="on"' in lines[start - 1]  # its info line (pytest-markdown-docs counts from 1)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by what they need, so the fast loop can leave the slow ones out."""
+    """Mark tests by what they need, so the fast loop can leave the slow ones out.
+
+    pytest-markdown-docs collects every Python fence of ``docs/``; the ones markdown-exec
+    runs are left to the strict build (``built_site``), whose record the page tests read,
+    so each runs once per ``pytest``; the copyable fences stay.
+    """
+    items[:] = [item for item in items if not _executed_by_the_build(item)]
     no_cuda = (
         pytest.mark.skip(reason="needs a CUDA device") if not torch.cuda.is_available() else None
     )
@@ -296,7 +312,7 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site, done = run_dir / "built-site", run_dir / "built-site.done"
     with FileLock(run_dir / "built-site.lock"):
         if not done.exists():
-            result = mkdocs_build(site)
+            result = mkdocs_build(site, **{block_outputs.ENV: "1"})
             assert result.returncode == 0, f"strict build failed:\n{result.stderr[-4000:]}"
             done.touch()
     return site

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from gpulesson.site import build_bundle, claim_fence, claims, facts
+from gpulesson.site import block_outputs, build_bundle, claim_fence, claims, facts
 from tests.conftest import REPO
 
 LESSONS = REPO / "docs" / "lessons"
@@ -131,6 +133,26 @@ def run_page(stem: str) -> PageRun:
     printed = run_all(stem)
     made = [c for c in claims.claims() if c.page == page]
     return PageRun(printed, made, dict(facts.page_facts(page)))
+
+
+def built_page(site: Path, stem: str) -> PageRun:
+    """What the strict build of ``site`` showed and published for lesson ``stem``.
+
+    The build ran every block once (the ``built_site`` fixture builds with
+    ``GPULESSON_BLOCK_OUTPUTS=1``, so the site holds ``build-blocks.json``); this reads each
+    block's Markdown from there and the page's claims and facts from ``build-record.json``,
+    and restores those facts on a fresh page of this process, so a test can run one block
+    again (with a stub) as it would run after them.
+    """
+    page = f"lessons/{stem}.md"
+    record = json.loads((site / "build-record.json").read_text(encoding="utf-8"))
+    shown = json.loads((site / block_outputs.FILE).read_text(encoding="utf-8"))
+    made = [claims.Claim(**c) for c in record["claims"] if c["page"] == page]
+    published = [f for f in record["facts"] if f["page"] == page]
+    facts.reset()
+    facts.begin_page(page)
+    facts.restore(published)
+    return PageRun(dict(shown[page]), made, dict(facts.page_facts(page)))
 
 
 def run_claims_after(stem: str, block_id: str) -> list[str]:

@@ -46,7 +46,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from pymdownx.superfences import SuperFencesException
 
-from gpulesson.site import claims, course_rules, facts
+from gpulesson.site import block_outputs, claims, course_rules, facts
 
 CLAIM = "claim"
 DESCRIBE = "describe"
@@ -153,6 +153,7 @@ def formatter(
         text = to_markdown(language, source, options)
     except ValueError as error:  # pymdownx would swallow it and show the block as code
         raise ClaimFenceError(f"{where}: ```{language} block: {error}") from None
+    block_outputs.record_fence(language, text)
 
     def run(code: str, **_: Any) -> str:
         return code

@@ -79,7 +79,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from pymdownx.superfences import SuperFencesException
 
-from gpulesson.site import build_bundle, exec_timing, facts, markdown_exec_api
+from gpulesson.site import block_outputs, build_bundle, exec_timing, facts, markdown_exec_api
 
 FRESH_ENV = "GPULESSON_FRESH"
 CACHE_DIR_ENV = "GPULESSON_CACHE_DIR"
@@ -109,7 +109,7 @@ THREAD_ENV = (
     "NUMEXPR_NUM_THREADS",
 )
 # Variables that change how a build runs, never what a block prints.
-_KEY_ENV_EXCLUDED = (FRESH_ENV, CACHE_DIR_ENV, TIMEOUT_ENV)
+_KEY_ENV_EXCLUDED = (FRESH_ENV, CACHE_DIR_ENV, TIMEOUT_ENV, block_outputs.ENV)
 
 log = logging.getLogger("mkdocs.plugins.gpulesson.site.exec_cache")
 
@@ -756,7 +756,9 @@ def cached_runner(
                     build_bundle.record(page, block_id, entry.measured)
                     replay_records(entry.records, page, block_id)
                     settings.recorder.block(block_id, "cached", time.perf_counter() - start)
-                    return _embedded(entry.output, entry.output_chars, page, block_id)
+                    shown = _embedded(entry.output, entry.output_chars, page, block_id)
+                    block_outputs.record_python(block_id, shown)
+                    return shown
         request = {
             "op": "run",
             "code": code,
@@ -795,7 +797,9 @@ def cached_runner(
                 store.put(key, output, elapsed_s, published, records, output_chars, deps, measured)
             status = "ran" if cacheable else "uncacheable"
             settings.recorder.block(block_id, status, elapsed_s)
-            return _embedded(output, output_chars, page, block_id)
+            shown = _embedded(output, output_chars, page, block_id)
+            block_outputs.record_python(block_id, shown)
+            return shown
         what = _failure_text(data, reply.status, reply.detail, limit_s)
         settings.failures.append(BlockFailure(page, block_id, what))
         settings.recorder.block(block_id, "failed", elapsed_s)

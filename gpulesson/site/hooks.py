@@ -42,6 +42,7 @@ from mkdocs.exceptions import PluginError
 
 from gpulesson.results import datasheets, published
 from gpulesson.site import (
+    block_outputs,
     block_runner,
     build_bundle,
     claim_fence,
@@ -297,6 +298,7 @@ def on_config(config: Any) -> Any:
     _state["report"] = report
     facts.reset()
     build_bundle.reset()
+    block_outputs.reset()
     _set_up_exec_cache(config, report, _state["record"], threads, runner, limit_s)
     return config
 
@@ -345,6 +347,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     page_path = getattr(file, "src_uri", None) or page.url
     exec_cache.settings().recorder.begin_page(page_path)
     facts.begin_page(page_path)
+    block_outputs.begin_page(page_path)
     if not has_executed_code(markdown):
         return markdown
     record = _record()
@@ -407,9 +410,16 @@ def _claims_log() -> logging.Logger:
 
 
 def record_json(record: BuildRecord, checked: list[claims.Claim]) -> str:
-    """The build record written into the site: provenance plus every checked claim."""
+    """The build record written into the site: provenance, every checked claim and every
+    published fact (its value, unit, kind, page and block)."""
     data = provenance.to_dict(record)
     data["claims"] = [c.to_dict() for c in checked]
+    data["facts"] = [
+        f.to_dict()
+        for page in facts.all_facts().values()
+        for f in page.values()
+        if not f.name.startswith(claims.FACT_PREFIX)  # the claims, listed above
+    ]
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -470,6 +480,8 @@ def on_post_build(config: Any) -> None:
     log.info(exec_timing.to_text(pages, reason))
     if settings.failures:
         raise PluginError(exec_cache.failure_summary(settings.failures))
+    if os.environ.get(block_outputs.ENV, "").strip() not in ("", "0"):
+        Path(config["site_dir"], block_outputs.FILE).write_text(block_outputs.to_json())
     problems = build_bundle.write(Path(config["site_dir"]), _state.get("report"))
     if problems:
         raise PluginError("this build's own bundle did not validate: " + "; ".join(problems))
