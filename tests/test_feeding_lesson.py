@@ -155,6 +155,7 @@ def _fixture_with_feeding_rows() -> Bundle:
 def test_with_a_reference_bundle_the_gpu_rows_and_claims_come_from_it(monkeypatch):
     ref = Sourced(_fixture_with_feeding_rows(), "reference", FIXTURE.name)
     monkeypatch.setattr(gpu_figures, "reference", lambda *args, **kwargs: ref)
+    monkeypatch.setattr(gpu_figures, "newest_gpu_bundle", lambda *args, **kwargs: ref)
     wanted = ("feeding-copies", "feeding-graphs", "feeding-align-gpu")
     facts.reset()
     facts.begin_page(f"lessons/{STEM}.md")
@@ -175,3 +176,51 @@ def test_with_a_reference_bundle_the_gpu_rows_and_claims_come_from_it(monkeypatc
     assert square.teaching and square.numbers["feeding.gpu_square_gain_bf16"] >= 1.1
     # The fixture has no vocabulary rows: that sentence waits, never shown with a blank.
     assert claims.WAITING in after["feeding-align-gpu"]
+
+
+def test_a_cuda_build_shows_the_gpu_rows_and_syncs_the_suite_measured(monkeypatch):
+    from gpulesson.results import entries_syncs
+    from gpulesson.site import build_bundle
+    from gpulesson.timing.syncs import PROBES, SyncCheck
+
+    bundle = _fixture_with_feeding_rows()  # made-up rows stand in for this build's GPU
+    checks = tuple(SyncCheck(p.name, p.hidden_sync, int(p.hidden_sync)) for p in PROBES)
+    by_entry = {
+        "host_copies": tuple(m for m in bundle.measurements if m.entry == "host_copies"),
+        "copy_call": tuple(m for m in bundle.measurements if m.entry == "copy_call"),
+        "launch_overhead": tuple(m for m in bundle.measurements if m.entry == "launch_overhead"),
+        "syncs": tuple(entries_syncs.sync_measurements(checks)),
+    }
+    asked = []
+    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: True)
+    monkeypatch.setattr(build_bundle, "applies", lambda entry, device: True, raising=False)
+    monkeypatch.setattr(
+        build_bundle,
+        "measure",
+        lambda entry, device: asked.append((entry, device)) or by_entry[entry],
+    )
+    wanted = ("feeding-copies", "feeding-syncs", "feeding-graphs")
+    facts.reset()
+    facts.begin_page(f"lessons/{STEM}.md")
+    printed = {}
+    try:
+        for block_id, code in exec_blocks(STEM):
+            if block_id in wanted:
+                printed[block_id] = run_block(STEM, block_id, code)
+                run_claims_after(STEM, block_id)
+        made = [c for c in claims.claims() if c.page == f"lessons/{STEM}.md"]
+    finally:
+        facts.reset()
+    assert asked == [
+        ("host_copies", "cuda"),
+        ("copy_call", "cuda"),
+        ("syncs", "cuda"),
+        ("launch_overhead", "cuda"),
+    ]
+    for block_id in wanted:
+        assert "reference result bundle" not in printed[block_id], block_id
+        assert "needs a CUDA GPU" not in printed[block_id], block_id
+    assert "| copy call, pinned |" in printed["feeding-copies"]
+    assert "| `x[mask]` | a synchronization | yes (1 warning) |" in printed["feeding-syncs"]
+    assert "| `x.sum()` | stays on the device | no |" in printed["feeding-syncs"]
+    assert [c.status for c in made] == [claims.HOLDS] * 4  # copies 2, syncs 1, graphs 1

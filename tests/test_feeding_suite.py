@@ -6,22 +6,25 @@ back into the same results the page renders.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 import torch
 
-from gpulesson.results import entries_feeding, suite
+from gpulesson.results import entries_feeding, entries_syncs, suite
 from gpulesson.results.bundle import (
     Measurement,
     Skipped,
     consistency_problems,
     load,
+    measurement_from_dict,
     measurement_to_dict,
 )
 from gpulesson.results.compare import Sourced
 from gpulesson.results.suite import Context, Device
-from gpulesson.timing import alignment, loader
+from gpulesson.timing import alignment, fusion, loader, syncs
+from gpulesson.timing.launch import measure_launch_overhead
 from tests.conftest import REPO
 
 CPU = Device(
@@ -42,10 +45,18 @@ def _valid(measured: list[Measurement]) -> None:
     assert all(NAME.match(m.name) for m in measured), [m.name for m in measured]
 
 
+def _through_json(measured: list[Measurement]) -> list[Measurement]:
+    """The measurements as a bundle file holds them, read back."""
+    data = json.loads(json.dumps([measurement_to_dict(m) for m in measured]))
+    return [measurement_from_dict(m) for m in data]
+
+
 def test_the_entries_are_registered_in_the_suite_once():
     assert "gpulesson.results.entries_feeding" in suite.ENTRY_MODULES
+    assert "gpulesson.results.entries_syncs" in suite.ENTRY_MODULES
     names = [e.name for e in suite.entries()]
-    assert {"loader", "fusion", "alignment", "copy_call"} <= set(names)
+    assert {"loader", "fusion", "alignment", "copy_call", "syncs"} <= set(names)
+    assert len(names) == len(set(names))
 
 
 def test_which_entries_apply_where():
@@ -58,6 +69,12 @@ def test_which_entries_apply_where():
         "alignment": (True, True, True),
         "copy_call": (False, True, False),
     }
+    (sync_entry,) = entries_syncs.ENTRIES
+    assert (sync_entry.applies(CPU), sync_entry.applies(H100), sync_entry.applies(MPS)) == (
+        False,
+        True,
+        False,
+    )
 
 
 def test_loader_rows_name_each_setting_and_keep_their_samples(monkeypatch):
@@ -74,14 +91,92 @@ def test_loader_rows_name_each_setting_and_keep_their_samples(monkeypatch):
     assert persistent.params["persistent_workers"] is True
     assert persistent.params["later_first_batch_s"] > 0
     assert len(persistent.samples) == TINY_LOADER.epochs
+    # every clock reading of the run: a first batch and the gaps, per epoch
+    assert len(persistent.series.points) == TINY_LOADER.epochs * TINY_LOADER.batches_per_epoch
     _valid(rows)
+
+
+def test_the_full_loader_plan_is_the_lesson_s():
+    assert entries_feeding.FULL_LOADER == loader.LoaderPlan(epochs=5)
+
+
+def test_the_loader_entry_round_trips_through_bundle_measurements():
+    measured = loader.measure_loader(plan=TINY_LOADER)
+    rows = entries_feeding.loader_measurements(measured)
+    back = entries_feeding.loader_from_measurements(_through_json(rows))
+    assert back == measured  # same runs, samples, gaps, first batches: the same page
+    assert loader.headline_figures(back) == loader.headline_figures(measured)
+    for run, again in zip(measured.runs, back.runs, strict=True):
+        assert again.gaps_s == run.gaps_s and again.first_batch_s == run.first_batch_s
+    assert entries_feeding.loader_from_measurements(rows[:1]) is None  # no run rows
+    assert entries_feeding.loader_from_measurements([]) is None
 
 
 def test_fusion_rows_are_eager_compiled_and_the_compile():
     rows = entries_feeding.run_fusion(Context(device=CPU, quick=True))
-    assert [m.name for m in rows] == ["fusion.eager", "fusion.compiled", "fusion.compile"]
+    assert [m.name for m in rows] == [
+        "fusion.eager",
+        "fusion.compiled",
+        "fusion.compile",
+        "fusion.tiny_op",
+        "fusion.rounds.chain_op",
+        "fusion.rounds.bare_op",
+        "fusion.rounds.ratio",
+    ]
     assert rows[2].params["max_abs_diff"] <= 1e-4
+    # the lesson's plan: one thread for the chain, the tiny op and the rounds
+    assert {m.params["threads"] for m in rows if "threads" in m.params} == {1}
+    assert len(rows[-1].samples) == entries_feeding.FUSION_PLANS[True].rounds
     _valid(rows)
+
+
+def test_the_fusion_entry_round_trips_through_bundle_measurements():
+    plan = entries_feeding.FusionPlan(rounds=3, round_time_s=0.002, tiny_op_time_s=0.005)
+    assert entries_feeding.FUSION_PLANS[False] == entries_feeding.FusionPlan()  # the lesson's
+    rounds = fusion.measure_overhead_rounds(
+        "cpu", n=16, threads=plan.threads, rounds=plan.rounds, min_run_time_s=plan.round_time_s
+    )
+    tiny = measure_launch_overhead("cpu", threads=1, min_run_time_s=plan.tiny_op_time_s)
+    chain = fusion.measure_fusion("cpu", n=16, min_run_time_s=0.01)
+    rows = entries_feeding.fusion_measurements(chain, tiny, rounds)
+    _valid(rows)
+    back = entries_feeding.fusion_from_measurements(_through_json(rows))
+    assert back == entries_feeding.FusionFigures(fusion=chain, tiny_op=tiny, rounds=rounds)
+    assert fusion.headline_figures(back.fusion) == fusion.headline_figures(chain)
+    assert back.rounds.median_ratio == rows[-1].value
+    # a bundle made before the tiny op and the rounds were part of the entry
+    old = entries_feeding.fusion_from_measurements(rows[:3])
+    assert old.fusion == chain and old.tiny_op is None and old.rounds is None
+    assert entries_feeding.fusion_from_measurements(rows[3:]) is None
+
+
+def test_a_bundle_of_the_loader_and_fusion_entries_validates(run_cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(entries_feeding, "QUICK_LOADER", TINY_LOADER)
+    out = tmp_path / "bundle.json"
+    result = run_cli(
+        "measure", "--quick", "--device", "cpu", "--only", "loader,fusion", "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    bundle = load(out)  # schema, consistency and plausibility checked
+    c = entries_feeding.loader_from_measurements(bundle.measurements)
+    assert c is not None and [r.num_workers for r in c.runs] == [0, 1, 2, 2]
+    f = entries_feeding.fusion_from_measurements(bundle.measurements)
+    assert f is not None and f.tiny_op is not None and f.rounds is not None
+
+
+def test_the_sync_rows_read_back_into_the_checks_they_came_from():
+    checks = tuple(
+        syncs.SyncCheck(name=p.name, hidden_sync=p.hidden_sync, warnings=int(p.hidden_sync))
+        for p in syncs.PROBES
+    )
+    rows = entries_syncs.sync_measurements(checks)
+    _valid(rows)
+    assert [m.name for m in rows] == list(entries_syncs.ROW_NAMES)
+    assert entries_syncs.checks_from_measurements(_through_json(rows)) == checks
+    assert syncs.headline_figures(entries_syncs.checks_from_measurements(rows)) == (
+        syncs.headline_figures(checks)
+    )
+    assert entries_syncs.checks_from_measurements([]) == ()
 
 
 def test_alignment_rows_read_back_into_the_comparison_they_came_from(monkeypatch):
@@ -106,6 +201,44 @@ def test_alignment_rows_read_back_into_the_comparison_they_came_from(monkeypatch
     assert entries_feeding.shapes_from_rows(rows, "bf16", "n") is None
 
 
+def test_both_lessons_read_the_plan_s_comparisons_back_from_the_alignment_rows(
+    monkeypatch, run_cli, tmp_path
+):
+    tiny = alignment.AlignmentPlan(
+        square_n=32, tokens=4, hidden=8, dtypes=("fp32",), rounds=3, calls_per_sample=1, threads=1
+    )
+    monkeypatch.setitem(alignment.PLANS, "cpu", tiny)
+    rows = entries_feeding.run_alignment(Context(device=CPU, quick=False))
+    found = entries_feeding.alignment_comparisons(rows)
+    planned = alignment.measure_plan("cpu")  # what feeding-align measured before the suite
+    assert [k for k, _, _ in found] == [k for k, _, _ in planned] == ["square", "vocab"]
+    assert [list(f) for _, _, f in found] == [list(f) for _, _, f in planned]
+    for (kind, c, figures), (_, p, _) in zip(found, planned, strict=True):
+        assert [t.shape for t in c.timings] == [t.shape for t in p.timings]
+        assert (c.device, c.dtype, c.calls_per_sample, c.threads) == (
+            p.device,
+            p.dtype,
+            p.calls_per_sample,
+            p.threads,
+        )
+        assert all(len(t.samples_s) == tiny.rounds for t in c.timings)
+        assert figures == alignment.headline_figures(c, kind)
+    square = found[0][1]  # the rows inside-gpu's block renders
+    assert square == entries_feeding.shapes_from_rows(rows, "fp32", "n")
+    assert square.aligned.flop_per_s == pytest.approx(rows[1].value)
+    out = tmp_path / "bundle.json"
+    result = run_cli(
+        "measure", "--quick", "--device", "cpu", "--only", "alignment", "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    bundle = load(out)  # schema, consistency and plausibility checked
+    assert [k for k, _, _ in entries_feeding.alignment_comparisons(bundle.measurements)] == [
+        "square",
+        "vocab",
+    ]
+    assert entries_feeding.alignment_comparisons(load(FIXTURE).measurements) == []  # none there
+
+
 def test_shapes_that_do_not_fit_the_budget_are_skipped_with_the_numbers(monkeypatch):
     tiny = alignment.AlignmentPlan(
         square_n=32, tokens=4, hidden=8, dtypes=("fp32",), rounds=3, calls_per_sample=1, threads=1
@@ -121,7 +254,7 @@ def test_shapes_that_do_not_fit_the_budget_are_skipped_with_the_numbers(monkeypa
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA machine measures its own rows")
 def test_a_page_reads_a_bundle_s_rows_and_names_the_ones_it_lacks():
     ref = Sourced(load(FIXTURE), "reference", FIXTURE.name)
-    rows = entries_feeding.gpu_rows(ref.bundle, entries_feeding.COPY_ROWS, ())
+    rows = entries_feeding.rows_named(ref.bundle.measurements, entries_feeding.COPY_ROWS)
     assert [m.name for m in rows] == ["h2d.pageable", "h2d.pinned"]  # the fixture predates the rest
     figures = entries_feeding.copy_figures(rows)
     assert figures["gpu_h2d_pinned_gb_s"][0] == pytest.approx(rows[1].value / 1e9)
@@ -132,15 +265,24 @@ def test_a_page_reads_a_bundle_s_rows_and_names_the_ones_it_lacks():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA machine measures its own rows")
 def test_a_cpu_build_without_a_bundle_has_no_gpu_rows():
-    assert entries_feeding.gpu_rows(None, entries_feeding.COPY_ROWS, ()) == ()
+    assert entries_feeding.rows_named((), entries_feeding.COPY_ROWS) == ()
     assert entries_feeding.gpu_alignment(None) == []
     assert entries_feeding.gpu_alignment(load(FIXTURE)) == []  # the fixture has no such rows
 
 
 @pytest.mark.gpu
 def test_the_cuda_rows_are_measured_by_the_suite_s_functions():
-    rows = entries_feeding.gpu_rows(
-        None, entries_feeding.COPY_ROWS, (entries_feeding.run_copy_call,)
-    )
+    context = Context(device=Device.this("cuda"), quick=False)
+    measured = entries_feeding.run_copy_call(context)
+    rows = entries_feeding.rows_named(measured, entries_feeding.COPY_ROWS)
     assert [m.name for m in rows] == ["copy_call.pageable", "copy_call.pinned", "copy_call.copy"]
     _valid(list(rows))
+
+
+@pytest.mark.gpu
+def test_the_sync_entry_reports_each_probe_on_cuda():
+    rows = entries_syncs.run_syncs(Context(device=Device.this("cuda"), quick=True))
+    _valid(rows)
+    checks = entries_syncs.checks_from_measurements(rows)
+    assert [c.name for c in checks] == [p.name for p in syncs.PROBES]
+    assert not any(c.warned for c in checks if not c.hidden_sync)

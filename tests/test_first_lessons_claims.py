@@ -100,6 +100,9 @@ def test_gpu_claims_hold_on_each_reference_bundle_with_a_margin_noise_cannot_cro
     monkeypatch.setattr(
         gpu_figures, "reference", functools.partial(original, tmp_path, on_gpu=False)
     )
+    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: False)  # why-gpu-peak's rows
+    reads = gpu_figures.gpu_measurements
+    monkeypatch.setattr(gpu_figures, "gpu_measurements", functools.partial(reads, root=tmp_path))
     checked = []
     for stem in ("timing", "roofline", "why-gpus"):
         run = run_page(stem)

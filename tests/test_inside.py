@@ -15,6 +15,7 @@ from gpulesson.course.inside_gpu import (
     gpus_markdown,
     levels_sentences,
     occupancy_lab_html,
+    shapes_markdown,
     sweep_markdown,
     tensor_cores_markdown,
 )
@@ -398,13 +399,164 @@ def test_the_sweep_and_stride_entries_keep_their_samples_on_a_cpu():
     from gpulesson.results.suite import Context, Device
 
     context = Context(device=Device.this("cpu"), quick=True)
-    sweep = run_cache_sweep(context)
+    sweep = [m for m in run_cache_sweep(context) if m.name != "cache_sweep.fastest"]
     assert sweep[0].name == "cache_sweep.ws8192" and sweep[-1].name == f"cache_sweep.ws{16 * 2**20}"
     assert all(m.unit == "B/s" and len(m.samples) == 3 and m.value > 0 for m in sweep)
     strided = run_strided(context)
     assert [m.name for m in strided] == [f"strided.s{s}" for s in (1, 2, 4, 8, 16, 32, 64)]
     first = strided[0]
     assert first.value == pytest.approx(first.params["bytes"] / sorted(first.samples)[1])
+
+
+def _cpu_context(quick: bool):
+    from gpulesson.results.suite import Context, Device
+
+    cpu = Device(
+        type="cpu",
+        name="cpu",
+        total_bytes=8 * 2**30,
+        free_bytes=4 * 2**30,
+        count=0,
+        capability=None,
+    )
+    return Context(device=cpu, quick=quick)
+
+
+def test_the_sweep_entry_round_trips_the_lesson_s_sweep_and_keeps_its_curve(monkeypatch):
+    from gpulesson.inside import cache_sweep
+    from gpulesson.results import entries_inside
+
+    measured = {}
+
+    def tiny(device, sizes=None, rounds=7, bytes_per_sample=None):  # the lesson's call, small
+        assert (device, sizes, rounds, bytes_per_sample) == ("cpu", None, 7, None)
+        sweep = cache_sweep.measure_sweep(
+            device, sizes=(8192, 65536, 2**20), rounds=3, bytes_per_sample=2**20
+        )
+        measured["sweep"] = sweep
+        return sweep
+
+    monkeypatch.setattr(entries_inside, "measure_sweep", tiny)
+    rows = entries_inside.run_cache_sweep(_cpu_context(quick=False))
+    sweep = measured["sweep"]
+    assert [m.name for m in rows] == [
+        "cache_sweep.ws8192",
+        "cache_sweep.ws65536",
+        f"cache_sweep.ws{2**20}",
+        "cache_sweep.fastest",
+    ]
+    rebuilt = entries_inside.sweep_from_measurements(rows)
+    assert rebuilt == sweep  # the same points, samples, rounds and device: the same table
+    assert sweep_markdown(rebuilt, []) == sweep_markdown(sweep, [])
+    curve = rows[-1].series
+    assert curve is not None and curve.x_unit == "bytes" and curve.y_unit == "B/s"
+    assert curve.points == tuple((float(p.working_set_bytes), p.bytes_per_s) for p in sweep.points)
+    assert rows[-1].value == max(p.bytes_per_s for p in sweep.points)
+    assert entries_inside.sweep_from_measurements(rows[-1:]) is None
+
+
+def test_the_strided_and_attention_entries_round_trip_what_the_lesson_renders(monkeypatch):
+    from gpulesson.course.inside_gpu import (
+        attention_peaks_markdown,
+        attention_time_markdown,
+        strided_markdown,
+    )
+    from gpulesson.inside import attention_io, strided
+    from gpulesson.results import entries_inside
+
+    measured = {}
+
+    def tiny_strided(device, strides=strided.STRIDES, tensor_bytes=None, rounds=5):
+        assert (device, tensor_bytes, rounds) == ("cpu", 64 * 2**20, 5)  # the lesson's plan
+        measured["strided"] = strided.measure_strided(
+            device, strides=(1, 4, 16), tensor_bytes=2**20, rounds=3
+        )
+        return measured["strided"]
+
+    def tiny_peaks(seq_lens):
+        assert tuple(seq_lens) == (256, 512, 1024, 2048)  # the lesson's lengths
+        measured["peaks"] = attention_io.measure_peaks((32, 64), head_dim=8)
+        return measured["peaks"]
+
+    def tiny_times(device, seq_lens):
+        assert (device, tuple(seq_lens)) == ("cpu", (256, 512, 1024))
+        measured["times"] = attention_io.time_attention(device, (32, 64), repeats=3)
+        return measured["times"]
+
+    monkeypatch.setattr(entries_inside, "measure_strided", tiny_strided)
+    monkeypatch.setattr(entries_inside, "measure_peaks", tiny_peaks)
+    monkeypatch.setattr(entries_inside, "time_attention", tiny_times)
+    context = _cpu_context(quick=False)
+    rows = entries_inside.run_strided(context)
+    assert [m.name for m in rows] == ["strided.s1", "strided.s4", "strided.s16"]
+    back = entries_inside.strided_from_measurements(rows)
+    assert back == measured["strided"]
+    assert strided_markdown(back) == strided_markdown(measured["strided"])
+    assert back.bandwidth(16) == pytest.approx(rows[-1].value)
+
+    rows = entries_inside.run_attention(context)
+    assert [m.name for m in rows][:2] == ["attention.peak.standard.n32", "attention.peak.sdpa.n32"]
+    peaks = entries_inside.peaks_from_measurements(rows)
+    times = entries_inside.times_from_measurements(rows)
+    assert peaks == measured["peaks"] and times == measured["times"]
+    assert attention_peaks_markdown(peaks) == attention_peaks_markdown(measured["peaks"])
+    assert attention_time_markdown(times, "cpu") == attention_time_markdown(
+        measured["times"], "cpu"
+    )
+    assert entries_inside.peaks_from_measurements(rows[:1]) == ()  # one implementation only
+
+
+def test_the_inside_entries_make_a_bundle_that_validates(run_cli, tmp_path):
+    from gpulesson.results import entries_inside
+    from gpulesson.results.bundle import load
+
+    out = tmp_path / "bundle.json"
+    result = run_cli(
+        "measure",
+        "--quick",
+        "--device",
+        "cpu",
+        "--only",
+        "cache_sweep,strided,attention",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    bundle = load(out)  # schema, consistency and plausibility checked
+    sweep = entries_inside.sweep_from_measurements(bundle.measurements)
+    assert sweep is not None and sweep.points[-1].working_set_bytes == 16 * 2**20
+    fastest = bundle.measurement("cache_sweep.fastest")
+    assert fastest is not None and len(fastest.series.points) == len(sweep.points)
+    assert entries_inside.strided_from_measurements(bundle.measurements).bandwidth(1) > 0
+    peaks = entries_inside.peaks_from_measurements(bundle.measurements)
+    times = entries_inside.times_from_measurements(bundle.measurements)
+    assert [p.seq_len for p in peaks] == [256, 512, 1024, 2048]
+    assert [t.seq_len for t in times] == [256, 512, 1024]
+
+
+def test_the_attention_rows_validate_in_a_bundle():
+    from gpulesson.inside.attention_io import AttentionPeak, AttentionTime
+    from gpulesson.results import entries_inside
+    from gpulesson.results.bundle import consistency_problems, measurement_to_dict
+
+    rows = entries_inside.attention_measurements(
+        [
+            AttentionPeak(
+                seq_len=8, head_dim=4, heads=1, standard_peak_bytes=512, sdpa_peak_bytes=256
+            )
+        ],
+        [
+            AttentionTime(
+                seq_len=8,
+                standard_s=2.0,
+                sdpa_s=1.0,
+                standard_samples_s=(1.0, 2.0, 3.0),
+                sdpa_samples_s=(1.0, 1.0, 1.0),
+            )
+        ],
+        "cpu",
+    )
+    assert consistency_problems({"measurements": [measurement_to_dict(m) for m in rows]}) == []
 
 
 # --- tensor-core multiples and tiles: cited data --------------------------------------------
@@ -483,3 +635,42 @@ def test_the_attention_chart_states_the_peaks_it_draws():
     assert drawn[("SDPA", 512)] == peaks[-1].sdpa_peak_bytes / 2**20
     with pytest.raises(ValueError, match="two sequence lengths"):
         attention_peaks_chart(peaks[:1])
+
+
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu-build", "cuda-build"])
+def test_both_lessons_ask_for_the_same_alignment_rows_and_render_them(monkeypatch, gpu):
+    from gpulesson.results import entries_feeding
+    from gpulesson.site import build_bundle, facts, gpu_figures
+    from gpulesson.timing import alignment, bench
+    from tests.lesson_blocks import exec_blocks, run_block
+
+    tiny = alignment.AlignmentPlan(
+        square_n=32, tokens=4, hidden=8, dtypes=("fp32",), rounds=3, calls_per_sample=1, threads=1
+    )
+    monkeypatch.setitem(alignment.PLANS, "cpu", tiny)
+    rows = tuple(entries_feeding.run_alignment(_cpu_context(quick=False)))
+    asked = []
+    monkeypatch.setattr(bench, "accelerator", lambda: "cuda" if gpu else None)
+    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: gpu)
+    monkeypatch.setattr(build_bundle, "applies", lambda entry, device: True)
+    monkeypatch.setattr(
+        build_bundle, "measure", lambda entry, device: asked.append((entry, device)) or rows
+    )
+    blocks = dict(exec_blocks("inside-gpu")) | dict(exec_blocks("feeding"))
+    facts.reset()
+    try:
+        facts.begin_page("lessons/inside-gpu.md")
+        inside = run_block("inside-gpu", "inside-alignment", blocks["inside-alignment"])
+        facts.begin_page("lessons/feeding.md")
+        feeding_id = "feeding-align-gpu" if gpu else "feeding-align"
+        feeding = run_block("feeding", feeding_id, blocks[feeding_id])
+        prefix = "feeding.gpu_" if gpu else "feeding."
+        gain = facts.value(f"{prefix}square_gain_fp32")
+    finally:
+        facts.reset()
+    device = "cuda" if gpu else "cpu"
+    assert asked == [("alignment", device), ("alignment", device)]  # one entry, one device
+    square = entries_feeding.shapes_from_rows(rows, "fp32", "n")
+    assert inside.strip() == shapes_markdown(square)
+    assert shapes_markdown(square) in feeding and "vocab 50,304" in feeding
+    assert gain == pytest.approx(square.aligned_gain)

@@ -154,6 +154,10 @@ def _use_bundles(monkeypatch, root: Path) -> None:
     """Lesson blocks see ``root`` as results/ on a build without a GPU."""
     original = gpu_figures.reference
     monkeypatch.setattr(gpu_figures, "reference", functools.partial(original, root, on_gpu=False))
+    # blocks that read an entry's GPU rows (why-gpu-peak): the bundles under root, no GPU
+    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: False)
+    reads = gpu_figures.gpu_measurements
+    monkeypatch.setattr(gpu_figures, "gpu_measurements", functools.partial(reads, root=root))
     import gpulesson.timing.bench as bench
 
     monkeypatch.setattr(bench, "accelerator", lambda: None)

@@ -74,7 +74,6 @@ def test_quick_run_writes_a_bundle_that_validates(quick_run):
         "cuda_context": "needs a CUDA device",
         "host_copies": "needs a GPU (CUDA or MPS)",
         "all_reduce": "needs more than one CUDA GPU",
-        "tf32_accuracy": "needs a CUDA GPU of compute capability 8.0 or later (TF32 tensor cores)",
         "copy_call": "needs a CUDA device",
     }
     assert set(p.suite.entries) == {e for e in (m.entry for m in bundle.measurements)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -317,3 +319,18 @@ def test_gpu_rows_come_from_a_bundle_with_their_speedups():
     assert published["mp.bf16_speedup"] == (bf16 / fp32, "x")
     assert "mp.tf32_speedup" not in published  # the fixture has no TF32 row
     assert "TFLOP/s" in gpu_markdown(rows, gpu.SPEED, "matmul")
+
+
+def test_gpu_rows_rebuilt_from_this_builds_measurements_say_so():
+    from gpulesson.results.bundle import load
+
+    bundle = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
+    peak = [m for m in bundle.measurements if m.entry == "matmul_peak"]
+    rows = gpu.from_measurements(peak, gpu.SPEED, this_build=True)
+    assert [r.name for r in rows] == ["matmul_peak.fp32", "matmul_peak.bf16"]  # SPEED's order
+    assert {r.source for r in rows} == {"this build"}
+    assert rows == tuple(
+        dataclasses.replace(r, source="this build") for r in gpu.from_bundle(bundle, gpu.SPEED)
+    )
+    assert "this build's GPU" in gpu_markdown(rows, gpu.SPEED, "matmul")
+    assert gpu.from_measurements((), gpu.SPEED, this_build=True) == ()

@@ -34,6 +34,8 @@ def test_the_registry_holds_the_issue_s_entries_once_each_in_run_order():
         "all_reduce",
         "matmul",
         "matmul_peak",
+        "matmul_sweep",  # the why-GPUs lesson's sweep, then the roofline lesson's operations
+        "roofline",
         "gpt_memory",
         "oom",
         "decode",  # the lessons' own rows follow, in course order of their modules
@@ -41,11 +43,13 @@ def test_the_registry_holds_the_issue_s_entries_once_each_in_run_order():
         "train_step",
         "amp_step",
         "tf32_accuracy",
+        "autocast_trace",
         "profile_step",
         "loader",
         "fusion",
         "alignment",
         "copy_call",
+        "syncs",  # the feeding lesson's sync debug mode report (CUDA)
         "cache_sweep",
         "strided",
         "attention",
@@ -63,6 +67,7 @@ def test_which_entries_apply_where():
     assert applies["host_copies"] == (False, True, True)
     assert applies["all_reduce"] == (False, False, True)
     assert applies["matmul_peak"] == (True, True, True)
+    assert applies["matmul_sweep"] == applies["roofline"] == (True, True, True)
 
 
 def test_a_failing_entry_is_reported_and_the_rest_still_run():

@@ -1,10 +1,12 @@
-"""The lesson's GPU figures: measured on this build's CUDA GPU, or read from a result bundle.
+"""The lesson's GPU figures: rows rebuilt from the measurement suite's measurements.
 
-Three groups of rows need a GPU: matmul speed in fp32, TF32 and bf16; the time of a
-training step per precision; and TF32's real error on the tensor cores. On a CUDA
-build the page measures them with the functions below, the same ones the suite entries
-call. On a CPU build it reads the newest reference bundle's measurements of the same
-names (:func:`from_bundle`); with no bundle the page lists the names it is missing.
+Three groups of rows need a GPU: matmul speed in fp32, TF32 and bf16 (suite entry
+``matmul_peak``); the time of a training step per precision (``amp_step``); and TF32's
+real error on the tensor cores (``tf32_accuracy``). The page measures nothing itself: it
+asks :func:`gpulesson.site.gpu_figures.gpu_measurements` for the entry (this build's CUDA
+GPU through the suite, else the newest reference bundle) and turns the measurements of
+the names below into rows (:func:`from_measurements`); with neither the page lists the
+names it is missing.
 
 Each figure carries its suite measurement name, so a fact published from it has the
 same name whichever way it came (``mp.`` plus the name with dots as underscores:
@@ -18,16 +20,10 @@ same name whichever way it came (``mp.`` plus the name with dots as underscores:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import torch
-
-from gpulesson.precision.hardware import tensor_core_dtypes
-from gpulesson.precision.step import STEP_PLANS, precisions_for, time_step
-from gpulesson.precision.tf32 import matmul_errors
-from gpulesson.results.bundle import Bundle
-from gpulesson.timing.bench import measure_matmul
+from gpulesson.results.bundle import Bundle, Measurement
 
 # Suite measurement name -> what the row is.
 SPEED: dict[str, str] = {
@@ -48,8 +44,6 @@ ACCURACY: dict[str, str] = {
     "tf32_accuracy.bf16": "bf16",
     "tf32_accuracy.fp16": "fp16",
 }
-SPEED_N = 8192  # the square matmul a CUDA build times
-ACCURACY_N = 4096
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,76 +62,38 @@ def fact_name(measurement: str) -> str:
     return "mp." + measurement.replace(".", "_")
 
 
+def from_measurements(
+    measurements: Iterable[Measurement], names: Mapping[str, str], *, this_build: bool
+) -> tuple[GpuFigure, ...]:
+    """The measurements among ``names`` (name -> label), in the order of ``names``.
+
+    ``this_build``: measured by this build's GPU (else read from a reference bundle).
+    Names the measurements lack are left out.
+
+    >>> from gpulesson.results.measurements import single
+    >>> m = single(0.5, name="amp_step.fp32", entry="amp_step", unit="s", label="x")
+    >>> [(f.label, f.value, f.source) for f in from_measurements([m], STEP, this_build=True)]
+    [('fp32', 0.5, 'this build')]
+    """
+    by_name = {m.name: m for m in measurements}
+    return tuple(
+        GpuFigure(
+            name=name,
+            label=label,
+            value=float(by_name[name].value),
+            unit=by_name[name].unit,
+            source="this build" if this_build else "bundle",
+        )
+        for name, label in names.items()
+        if name in by_name
+    )
+
+
 def from_bundle(bundle: Bundle | None, names: Mapping[str, str]) -> tuple[GpuFigure, ...]:
     """The bundle's measurements among ``names`` (name -> label); those it lacks are left out."""
     if bundle is None:
         return ()
-    found = []
-    for name, label in names.items():
-        m = bundle.measurement(name)
-        if m is not None:
-            found.append(
-                GpuFigure(
-                    name=name, label=label, value=float(m.value), unit=m.unit, source="bundle"
-                )
-            )
-    return tuple(found)
-
-
-def measure_speeds(device: str = "cuda", n: int = SPEED_N) -> tuple[GpuFigure, ...]:
-    """Time an n x n matmul in fp32, and TF32 and bf16 where the tensor cores take them."""
-    has = ("fp32", *tensor_core_dtypes(torch.cuda.get_device_capability()))
-    rows = []
-    for name, label in SPEED.items():
-        dtype = name.rsplit(".", 1)[1]
-        if dtype not in has:
-            continue
-        result = measure_matmul(n, device, dtype)
-        rows.append(
-            GpuFigure(
-                name=name,
-                label=f"{label}, n={n}",
-                value=result.flop_per_s,
-                unit="FLOP/s",
-                source="this build",
-            )
-        )
-    return tuple(rows)
-
-
-def measure_steps(device: str = "cuda") -> tuple[GpuFigure, ...]:
-    """Time the quick suite's training step in each precision this GPU runs (seconds)."""
-    plan = STEP_PLANS[(device, True)]
-    capability = torch.cuda.get_device_capability() if device == "cuda" else None
-    rows = []
-    for precision in precisions_for(device, capability, quick=True):
-        timing = time_step(plan.config, plan.batch, device, precision, plan.min_run_time_s)
-        name = f"amp_step.{precision}"
-        rows.append(
-            GpuFigure(
-                name=name,
-                label=STEP[name],
-                value=timing.result.median_s,
-                unit="s",
-                source="this build",
-            )
-        )
-    return tuple(rows)
-
-
-def measure_accuracy(device: str = "cuda", n: int = ACCURACY_N) -> tuple[GpuFigure, ...]:
-    """One n x n matmul's relative error per precision on this GPU (ratio)."""
-    errors = matmul_errors(n, device)
-    return tuple(
-        GpuFigure(
-            name=f"tf32_accuracy.{row.method}",
-            label=ACCURACY[f"tf32_accuracy.{row.method}"],
-            value=row.relative_error,
-            unit="ratio",
-            source="this build",
-        )
-        for row in errors.rows
-    )
+    return from_measurements(bundle.measurements, names, this_build=False)
 
 
 # Derived facts: (fact, numerator measurement, denominator measurement, unit).

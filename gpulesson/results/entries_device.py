@@ -5,13 +5,16 @@ Each entry calls the function the lessons call and keeps its samples:
 * ``cuda_context``: memory the CUDA context takes before any tensor (CUDA only; runs
   first, before other entries allocate);
 * ``stopwatch``: one matmul timed honestly and naively
-  (:func:`gpulesson.timing.bench.async_illusion`, the lesson "Timing GPU work honestly");
+  (:func:`gpulesson.timing.bench.async_illusion`, the lesson "Timing GPU work honestly",
+  with its plan on a full CPU run); :func:`illusion_from_measurements` reads it back;
 * ``launch_overhead``: seconds per call of a tiny op, eager and on CUDA graph-replayed
-  (:func:`gpulesson.timing.launch.measure_launch_overhead`);
+  (:func:`gpulesson.timing.launch.measure_launch_overhead`, the same lesson's plan on a
+  full CPU run); :func:`launch_from_measurements` reads it back;
 * ``memory_bandwidth``: a copy between buffers far larger than the last-level cache
   (:func:`gpulesson.timing.roofline.measure_bandwidth`, the roofline lesson);
 * ``host_copies``: host-to-device (:func:`gpulesson.timing.bench.measure_transfer`) and
-  device-to-host copies from pageable and pinned memory;
+  device-to-host copies from pageable and pinned memory; with ``memory_bandwidth``,
+  :func:`link_from_measurements` reads them back as the roofline lesson's host link;
 * ``all_reduce``: bus bandwidth of an NCCL all-reduce across every visible GPU (more than
   one), by message size (:func:`gpulesson.timing.allreduce.measure_nccl_sweep`, the
   multi-GPU lesson); :func:`all_reduce_sweep` reads those rows back for the lesson.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +39,14 @@ from gpulesson.results.suite import Context, Device, SuiteEntry
 from gpulesson.timing.allreduce import AllReduceSweep, measure_nccl_sweep, size_name
 from gpulesson.timing.bench import async_illusion, measure_transfer, plan_for
 from gpulesson.timing.launch import measure_launch_overhead
+from gpulesson.timing.results import (
+    IllusionResult,
+    LaunchOverhead,
+    LaunchTiming,
+    LinkBandwidth,
+    MatmulResult,
+    OpResult,
+)
 from gpulesson.timing.roofline import measure_bandwidth, measure_op
 from gpulesson.units import GIB, MIB
 
@@ -51,11 +63,14 @@ class DevicePlan:
     bandwidth_bytes: int  # each of the two buffers of the copy
     copy_n: int  # host copies move n x n fp32 tensors
     all_reduce_bytes: int
+    # The stopwatch's and launch_overhead's min_run_time_s where the lesson "Timing GPU work
+    # honestly" times longer than the other entries (None: min_run_time_s).
+    timer_run_time_s: float | None = None
 
 
 PLANS: dict[tuple[str, bool], DevicePlan] = {
     ("cpu", True): DevicePlan(512, 0.05, 128 * MIB, 0, 0),
-    ("cpu", False): DevicePlan(plan_for("cpu").illusion_n, 0.1, 256 * MIB, 0, 0),
+    ("cpu", False): DevicePlan(plan_for("cpu").illusion_n, 0.1, 256 * MIB, 0, 0, 0.2),
     ("mps", True): DevicePlan(2048, 0.05, 256 * MIB, 2048, 0),
     ("mps", False): DevicePlan(plan_for("mps").illusion_n, 0.1, 512 * MIB, 4096, 0),
     ("cuda", True): DevicePlan(2048, 0.05, 512 * MIB, 4096, 64 * MIB),
@@ -65,6 +80,16 @@ PLANS: dict[tuple[str, bool], DevicePlan] = {
 
 def _plan(context: Context) -> DevicePlan:
     return PLANS[(context.device.type, context.quick)]
+
+
+def _timer_run_time_s(context: Context) -> float:
+    """The min_run_time_s of the stopwatch and launch timings (the lesson's, on a full CPU run).
+
+    >>> _timer_run_time_s(Context(Device("cpu", "cpu", 1, 1, 0, None), quick=False))
+    0.2
+    """
+    plan = _plan(context)
+    return plan.min_run_time_s if plan.timer_run_time_s is None else plan.timer_run_time_s
 
 
 # --- CUDA context ------------------------------------------------------------------------
@@ -142,7 +167,7 @@ def run_stopwatch(context: Context) -> list[Measurement]:
     """One fp32 matmul timed with and without the closing barrier, and the CPU's time."""
     plan = _plan(context)
     device = context.device.type
-    r = async_illusion(plan.illusion_n, device, "fp32", min_run_time_s=plan.min_run_time_s)
+    r = async_illusion(plan.illusion_n, device, "fp32", min_run_time_s=_timer_run_time_s(context))
     n = plan.illusion_n
     out = [
         seconds(
@@ -191,10 +216,37 @@ def run_stopwatch(context: Context) -> list[Measurement]:
     return out
 
 
+def _matmul(m: Measurement, closing_barrier: bool = True) -> MatmulResult:
+    return MatmulResult(
+        device=str(m.params["device"]),
+        dtype=m.dtype or "fp32",
+        n=int(m.params["n"]),
+        threads=int(m.params["threads"]),
+        samples_s=tuple(m.samples),
+        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
+        closing_barrier=closing_barrier,
+    )
+
+
+def illusion_from_measurements(measurements: Sequence[Measurement]) -> IllusionResult | None:
+    """The :class:`IllusionResult` the ``stopwatch`` rows describe; None without them.
+
+    On a CPU the CPU baseline is the honest timing itself, as
+    :func:`gpulesson.timing.bench.async_illusion` returns it.
+    """
+    by_name = {m.name: m for m in measurements if m.entry == "stopwatch"}
+    if "stopwatch.honest" not in by_name or "stopwatch.naive" not in by_name:
+        return None
+    honest = _matmul(by_name["stopwatch.honest"])
+    naive = _matmul(by_name["stopwatch.naive"], closing_barrier=False)
+    cpu = _matmul(by_name["stopwatch.cpu"]) if "stopwatch.cpu" in by_name else honest
+    return IllusionResult(honest=honest, naive=naive, cpu=cpu)
+
+
 def run_launch_overhead(context: Context) -> list[Measurement]:
     """Seconds per call of a tiny op, eager and (on CUDA) replayed from a CUDA graph."""
     device = context.device.type
-    r = measure_launch_overhead(device, min_run_time_s=_plan(context).min_run_time_s)
+    r = measure_launch_overhead(device, min_run_time_s=_timer_run_time_s(context))
     out = [
         seconds(
             r.eager,
@@ -217,6 +269,31 @@ def run_launch_overhead(context: Context) -> list[Measurement]:
             )
         )
     return out
+
+
+def _launch_timing(m: Measurement, mode: str) -> LaunchTiming:
+    return LaunchTiming(
+        device=str(m.params["device"]),
+        mode=mode,
+        threads=int(m.params["threads"]),
+        samples_s=tuple(m.samples),
+        calls_per_sample=int(m.params["calls_per_sample"]),
+    )
+
+
+def launch_from_measurements(measurements: Sequence[Measurement]) -> LaunchOverhead | None:
+    """The :class:`LaunchOverhead` the ``launch_overhead`` rows describe; None without them."""
+    by_name = {m.name: m for m in measurements if m.entry == "launch_overhead"}
+    eager = by_name.get("launch_overhead.eager")
+    if eager is None:
+        return None
+    graph = by_name.get("launch_overhead.cuda_graph")
+    return LaunchOverhead(
+        device=str(eager.params["device"]),
+        op=str(eager.params["op"]),
+        eager=_launch_timing(eager, "eager"),
+        graph=None if graph is None else _launch_timing(graph, "cuda-graph"),
+    )
 
 
 # --- bandwidth and copies ------------------------------------------------------------------
@@ -254,6 +331,39 @@ def run_memory_bandwidth(context: Context) -> list[Measurement]:
             params={"buffer_bytes": size, "l2_bytes": l2},
         )
     ]
+
+
+def _op(m: Measurement, name: str) -> OpResult:
+    return OpResult(
+        name=name,
+        device=str(m.params["device"]),
+        dtype=m.dtype or "fp32",
+        threads=int(m.params["threads"]),
+        samples_s=tuple(m.samples),
+        flops=0,
+        bytes_moved=int(m.params["bytes"]),
+        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
+    )
+
+
+def link_from_measurements(measurements: Sequence[Measurement]) -> LinkBandwidth | None:
+    """The host link beside the on-device copy: ``host_copies`` and ``memory_bandwidth`` rows.
+
+    The host-to-device copies (pageable; pinned on CUDA) and the device's copy bandwidth as
+    the roofline lesson's :class:`LinkBandwidth`; None without a pageable copy or a
+    bandwidth row (a CPU has no host link).
+    """
+    by_name = {m.name: m for m in measurements}
+    pageable, on_device = by_name.get("h2d.pageable"), by_name.get("memory_bandwidth")
+    if pageable is None or on_device is None:
+        return None
+    pinned = by_name.get("h2d.pinned")
+    return LinkBandwidth(
+        device=str(on_device.params["device"]),
+        pageable=_op(pageable, "host-to-device copy, pageable"),
+        pinned=None if pinned is None else _op(pinned, "host-to-device copy, pinned"),
+        on_device=_op(on_device, "copy"),
+    )
 
 
 def measure_device_to_host(n: int, device: str, pinned: bool, min_run_time_s: float):

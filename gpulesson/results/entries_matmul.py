@@ -20,6 +20,13 @@ timed blocks (the course's timing discipline), not the best single iteration, so
 here is a little lower; no L2 flush between calls (operands of these sizes are far larger
 than L2); a fixed time budget instead of a full sweep.
 
+``matmul_sweep`` is the lesson "Why GPUs win"'s CPU-against-GPU sweep with its plan
+(:func:`gpulesson.timing.bench.plan_for`): fp32 only, n doubling from 64 within the
+lesson's time budget, and on a GPU each size's operands copied from host memory, pageable
+and (CUDA) pinned. The lesson measures it on the CPU and, when the build has one, on the
+GPU; :func:`comparison_from_measurements` reads both back into the
+:class:`~gpulesson.timing.results.SweepComparison` it renders.
+
 >>> result = search_best_shape("cpu", "fp32", sizes=(32, 64), step=16, budget_s=5.0,
 ...                            min_run_time_s=0.01, budget_bytes=2**30)
 >>> result.tried >= 2 and result.best.flops == 2 * result.m * result.n * result.k
@@ -29,6 +36,7 @@ True
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -39,8 +47,9 @@ import torch
 from gpulesson.results.bundle import Measurement, Skipped
 from gpulesson.results.measurements import throughput
 from gpulesson.results.suite import Context, Device, SuiteEntry
-from gpulesson.timing.bench import TORCH_DTYPES, matmul_precision, sweep
-from gpulesson.timing.results import MatmulResult, OpResult
+from gpulesson.timing.bench import TORCH_DTYPES, matmul_precision, measure_transfer, sweep
+from gpulesson.timing.bench import plan_for as bench_plan_for
+from gpulesson.timing.results import MatmulResult, OpResult, SweepComparison
 from gpulesson.timing.roofline import measure_op
 
 MIN_CALLS = 7  # warm-up plus the fewest timed blocks: what one shape costs at least
@@ -349,6 +358,140 @@ def run_matmul_peak(context: Context) -> list[Measurement | Skipped]:
     return _per_dtype(context, "matmul_peak", lambda dtype: peak_rows(context, dtype))
 
 
+# --- the lesson's CPU-against-GPU sweep -----------------------------------------------------
+
+SWEEP = "matmul_sweep"
+#: ``--quick`` sizes of ``matmul_sweep`` by device: (time budget s, largest n, min run time s).
+#: A full run takes the lesson's plan (:func:`gpulesson.timing.bench.plan_for`).
+SWEEP_QUICK = {"cpu": (1.0, 512, 0.05), "mps": (2.0, 2048, 0.05), "cuda": (2.0, 4096, 0.05)}
+_SWEEP_ROW = re.compile(r"matmul_sweep\.(?P<kind>fp32|h2d_pageable|h2d_pinned)\.n(?P<n>\d+)")
+
+
+def sweep_plan(context: Context) -> tuple[float, int, float]:
+    """(time budget s, largest n, min run time s) of ``matmul_sweep`` here.
+
+    >>> sweep_plan(Context(Device("cpu", "cpu", 8 * 2**30, 4 * 2**30, 0, None), quick=False))
+    (2.5, 2048, 0.1)
+    """
+    if context.quick:
+        return SWEEP_QUICK[context.device.type]
+    plan = bench_plan_for(context.device.type)
+    return plan.sweep_budget_s, plan.sweep_max_n, plan.min_run_time_s
+
+
+def sweep_rows(context: Context) -> list[Measurement]:
+    """The lesson "Why GPUs win"'s fp32 sweep on this device, with the operand copies on a GPU.
+
+    n doubles from 64 until the next size would overrun the time budget
+    (:func:`gpulesson.timing.bench.sweep`), as :func:`gpulesson.timing.bench.compare_devices`
+    sweeps each device. On a GPU each size's two operands are then copied from host
+    memory, pageable and (CUDA) pinned (:func:`gpulesson.timing.bench.measure_transfer`).
+    """
+    device = context.device.type
+    budget_s, max_n, run = sweep_plan(context)
+    while max_n > 64 and not context.fits(operand_bytes(max_n, max_n, max_n, "fp32")):
+        max_n //= 2
+    swept = sweep(device, "fp32", budget_s, start_n=64, max_n=max_n, min_run_time_s=run)
+    out = [
+        throughput(
+            r,
+            name=f"{SWEEP}.fp32.n{r.n}",
+            entry=SWEEP,
+            unit="FLOP/s",
+            label=f"fp32 matmul, n={r.n} (the lesson's sweep)",
+            dtype="fp32",
+            limit="peak_flops",
+            params={"n": r.n},
+        )
+        for r in swept
+    ]
+    if device == "cpu":
+        return out
+    for pinned in (False, True) if device == "cuda" else (False,):
+        kind = "pinned" if pinned else "pageable"
+        for r in swept:
+            copy = measure_transfer(r.n, device, "fp32", pinned, run)
+            out.append(
+                throughput(
+                    copy,
+                    name=f"{SWEEP}.h2d_{kind}.n{r.n}",
+                    entry=SWEEP,
+                    unit="B/s",
+                    label=f"copy both n={r.n} fp32 operands to the GPU from {kind} memory",
+                    dtype="fp32",
+                    params={"n": r.n},
+                )
+            )
+    return out
+
+
+def _sweep_result(m: Measurement) -> MatmulResult:
+    return MatmulResult(
+        device=str(m.params["device"]),
+        dtype=m.dtype or "fp32",
+        n=int(m.params["n"]),
+        threads=int(m.params["threads"]),
+        samples_s=tuple(m.samples),
+        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
+    )
+
+
+def _copy_result(m: Measurement, kind: str) -> OpResult:
+    return OpResult(
+        name=f"host-to-device copy, {kind}",
+        device=str(m.params["device"]),
+        dtype=m.dtype or "fp32",
+        threads=int(m.params["threads"]),
+        samples_s=tuple(m.samples),
+        flops=0,
+        bytes_moved=int(m.params["bytes"]),
+        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
+    )
+
+
+def _sweep_parts(measurements: Sequence[Measurement]) -> dict[str, dict[int, Measurement]]:
+    parts: dict[str, dict[int, Measurement]] = {}
+    for m in measurements:
+        found = _SWEEP_ROW.fullmatch(m.name) if m.entry == SWEEP else None
+        if found:
+            parts.setdefault(found["kind"], {})[int(found["n"])] = m
+    return parts
+
+
+def comparison_from_measurements(
+    cpu: Sequence[Measurement], gpu: Sequence[Measurement] = ()
+) -> SweepComparison:
+    """The :class:`SweepComparison` of ``matmul_sweep`` rows measured on the CPU and a GPU.
+
+    ``gpu`` holds the entry's rows from the GPU (none on a build without one): its sweep and
+    its pageable and pinned operand copies, matched to the sweep by n.
+    """
+    mine = _sweep_parts(cpu).get("fp32", {})
+    theirs = _sweep_parts(gpu)
+    sizes = sorted(theirs.get("fp32", {}))
+    gpu_rows = tuple(_sweep_result(theirs["fp32"][n]) for n in sizes)
+    copies = {
+        kind: tuple(
+            _copy_result(theirs[f"h2d_{kind}"][n], kind)
+            for n in sizes
+            if n in theirs.get(f"h2d_{kind}", {})
+        )
+        for kind in ("pageable", "pinned")
+    }
+    return SweepComparison(
+        cpu=tuple(_sweep_result(mine[n]) for n in sorted(mine)),
+        gpu=gpu_rows,
+        gpu_device=gpu_rows[0].device if gpu_rows else None,
+        pageable=copies["pageable"],
+        pinned=copies["pinned"],
+    )
+
+
+def run_matmul_sweep(context: Context) -> list[Measurement]:
+    """The lesson's fp32 sweep, and on a GPU the operand copies per size."""
+    return sweep_rows(context)
+
+
 ENTRIES = (
     SuiteEntry(
         name="matmul",
@@ -363,5 +506,13 @@ ENTRIES = (
         applies=lambda device: True,
         needs="nothing",
         run=run_matmul_peak,
+    ),
+    SuiteEntry(
+        name=SWEEP,
+        description="the why-GPUs lesson's fp32 matmul sweep, n doubling within a time budget; "
+        "on a GPU with each size's host-to-device operand copies",
+        applies=lambda device: True,
+        needs="nothing",
+        run=run_matmul_sweep,
     ),
 )

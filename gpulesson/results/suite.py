@@ -44,6 +44,7 @@ from gpulesson.results.bundle import Measurement, Skipped
 ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_device",
     "gpulesson.results.entries_matmul",
+    "gpulesson.results.entries_roofline",
     "gpulesson.results.entries_memory",
     "gpulesson.results.entries_decode",
     "gpulesson.results.entries_allreduce",
@@ -51,6 +52,7 @@ ENTRY_MODULES: tuple[str, ...] = (
     "gpulesson.results.entries_precision",
     "gpulesson.results.entries_profiling",
     "gpulesson.results.entries_feeding",
+    "gpulesson.results.entries_syncs",
     "gpulesson.results.entries_inside",
 )
 

@@ -29,8 +29,8 @@ program once per machine and caches the answer, so it is not part of what each n
 function costs. Trade-off: the compile time is this machine's, for this function; a
 warm inductor cache (a second run) makes it shorter, a large model much longer.
 
-Used by the lesson ``feeding.md`` and the suite entry ``fusion``
-(``gpulesson/results/entries_feeding.py``); rendered by
+Used by the suite entry ``fusion`` (``gpulesson/results/entries_feeding.py``), whose
+measurements the lesson ``feeding.md`` reads back; rendered by
 :mod:`gpulesson.course.feeding`.
 
 >>> pointwise_chain(torch.zeros(2)).shape, OPS_PER_CALL

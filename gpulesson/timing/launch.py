@@ -11,7 +11,9 @@ so what remains per op is the GPU-side cost.
 On a CPU there is no launch and no queue: the per-call figure is PyTorch's dispatch
 of a tiny op on the CPU, which is what a CPU build of the course can show.
 
-Used by the lesson ``timing.md`` and by the results suite (``gpulesson measure``).
+Used by the lesson ``timing.md`` and by the results suite (``gpulesson measure``): the
+entry ``launch_overhead``, and the entry ``fusion`` (the lesson ``feeding.md``'s tiny op, at
+one thread).
 
 >>> r = measure_launch_overhead("cpu", min_run_time_s=0.01)
 >>> r.eager.mode, r.graph is None, 0 < r.median_s < 0.01

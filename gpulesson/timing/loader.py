@@ -24,8 +24,8 @@ and Windows re-imports the program in each worker). Trade-off: a sleep is not a 
 it leaves the host's cores free exactly as waiting on a GPU does, but it copies
 nothing, so pinned memory plays no part here (a CUDA build measures copies apart).
 
-Used by the lesson ``feeding.md`` and the suite entry ``loader``
-(``gpulesson/results/entries_feeding.py``); rendered by
+Used by the suite entry ``loader`` (``gpulesson/results/entries_feeding.py``), whose
+measurements the lesson ``feeding.md`` reads back; rendered by
 :mod:`gpulesson.course.feeding`.
 
 >>> data = TokenizedText(items=8, words_per_item=20)

@@ -17,9 +17,9 @@ from pageable memory the call returns only when the copy is done (a synchronizat
 effect), from pinned memory with ``non_blocking=True`` it returns once the copy is
 queued. Both need CUDA; off CUDA they raise ``ValueError``.
 
-Used by the lesson ``feeding.md`` and the suite entry ``copy_call``
-(``gpulesson/results/entries_feeding.py``); rendered by
-:mod:`gpulesson.course.feeding`.
+Used by the suite entries ``syncs`` (``gpulesson/results/entries_syncs.py``) and
+``copy_call`` (``gpulesson/results/entries_feeding.py``), whose measurements the lesson
+``feeding.md`` reads back; rendered by :mod:`gpulesson.course.feeding`.
 
 >>> [p.name for p in PROBES][:3]
 ['loss.item()', 'print(loss)', 'x.cpu()']
