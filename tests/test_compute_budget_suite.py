@@ -47,7 +47,7 @@ def test_the_step_is_sized_by_device_dtype_and_memory():
 def test_a_cpu_run_records_counted_flops_over_the_median_as_a_peak_flops_row(monkeypatch):
     monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
     monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
-    (m,) = entries_compute.run_train_step(Context(CPU, quick=True))
+    m, *matmuls = entries_compute.run_train_step(Context(CPU, quick=True))
     assert (m.name, m.entry, m.unit, m.dtype, m.limit) == (
         "train_step.fp32",
         "train_step",
@@ -59,6 +59,88 @@ def test_a_cpu_run_records_counted_flops_over_the_median_as_a_peak_flops_row(mon
     assert m.params["tokens_per_step"] == 2 * 32 and m.params["attention"] == "eager"
     assert m.value == pytest.approx(m.params["flop"] / m.spread.median)
     assert measurement_to_dict(m)["headline"] is True
+    # the lesson's plan on a CPU: one thread, and the matmul timed before and after the step
+    assert m.params["threads"] == 1
+    assert sorted(x.name for x in matmuls) in (
+        ["train_step.matmul", "train_step.matmul_reading0"],
+        ["train_step.matmul", "train_step.matmul_reading1"],
+    )
+    fastest = next(x for x in matmuls if x.name == "train_step.matmul")
+    assert fastest.value == max(x.value for x in matmuls) and fastest.params["n"] == 1024
+
+
+def test_the_cpu_mfu_round_trips_through_bundle_measurements(monkeypatch):
+    from gpulesson.memory.compute_step import cpu_mfu
+    from gpulesson.timing.peak import CpuFacts
+
+    monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
+    monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
+    rows = entries_compute.run_train_step(Context(CPU, quick=True))
+    bundle = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
+    checked = validate(to_dict(replace(bundle, measurements=tuple(rows))))
+    chip = CpuFacts(
+        arch="x86_64",
+        model=None,
+        cores=1,
+        cores_source="t",
+        clock_hz=2e9,
+        clock_source="t",
+        flags=frozenset({"avx2", "fma"}),
+    )
+    back = entries_compute.cpu_mfu_from_measurements(checked.measurements, chip)
+    assert back is not None
+    step = back.step
+    assert step.count.config == SMALL and step.count == count_gpt_step(SMALL, 2)
+    assert step.timing.samples_s == rows[0].samples and step.timing.threads == 1
+    assert step.flop_per_s == pytest.approx(rows[0].value)
+    by_reading = sorted(rows[1:], key=lambda x: x.params["reading"])
+    assert [r.samples_s for r in back.matmuls] == [x.samples for x in by_reading]
+    assert back.matmul.flop_per_s == pytest.approx(max(x.value for x in rows[1:]))
+    assert back == cpu_mfu(step, back.matmuls, chip)  # the readings the page renders
+    assert entries_compute.cpu_mfu_from_measurements(rows[:1]) is None
+
+
+def test_measure_writes_a_valid_cpu_train_step_bundle(run_cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
+    monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
+    out = tmp_path / "bundle.json"
+    args = ("--quick", "--device", "cpu", "--only", "train_step", "--out", str(out))
+    result = run_cli("measure", *args)
+    assert result.returncode == 0, result.stderr
+    cpu = entries_compute.cpu_mfu_from_measurements(load(out).measurements)
+    assert cpu is not None and cpu.readings[0].peak_kind == "matmul"
+
+
+def test_the_gpu_rows_come_from_the_entries_rows_as_from_the_bundle():
+    from gpulesson.memory.compute_step import gpu_mfu
+    from gpulesson.results.compare import Sourced
+
+    bundle = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
+    step = throughput(
+        OpResult(
+            name="GPT-2 training step",
+            device="cuda",
+            dtype="bf16",
+            threads=1,
+            samples_s=(1.0,),
+            flops=400 * 10**12,
+            bytes_moved=0,
+        ),
+        name="train_step.bf16",
+        entry="train_step",
+        unit="FLOP/s",
+        label="step",
+        dtype="bf16",
+        limit="peak_flops",
+    )
+    ref = Sourced(replace(bundle, measurements=(*bundle.measurements, step)), "reference", "x.json")
+    peak = tuple(m for m in bundle.measurements if m.entry == "matmul_peak")
+    found = entries_compute.gpu_mfu_from_measurements((step,), peak, ref)
+    assert found == gpu_mfu(ref, has_gpu=False) and len(found.readings) == 2
+    none = entries_compute.gpu_mfu_from_measurements(None, None, ref)
+    assert none.readings == () and "x.json has no train_step row" in none.source
+    nothing = entries_compute.gpu_mfu_from_measurements(None, None, None)
+    assert nothing == gpu_mfu(None, has_gpu=False)
 
 
 def test_on_a_gpu_bundle_the_datasheet_fraction_is_the_step_s_mfu():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -11,6 +12,8 @@ from gpulesson.course.memory import accuracy_to_markdown, measured_to_markdown
 from gpulesson.memory import torch_tools
 from gpulesson.memory.gpt2 import GPT2, GPT2Config, parameter_count
 from gpulesson.memory.measure import (
+    LESSON_BATCH,
+    LESSON_CONFIG,
     AccuracyCase,
     accuracy_summary,
     build_cases,
@@ -18,6 +21,8 @@ from gpulesson.memory.measure import (
     measure_gpt2,
     run_accuracy,
 )
+from gpulesson.results import entries_memory
+from gpulesson.results.suite import Context, Device
 
 SMALL = GPT2Config(vocab_size=512, seq_len=64, hidden=64, heads=4, layers=2, attention="eager")
 
@@ -181,3 +186,83 @@ def test_cuda_measurement_reports_allocator_numbers():  # pragma: no cover
     m = measure_gpt2(SMALL, batch=4, mode="cuda")
     assert m.reserved_bytes >= m.peak_bytes > 0
     assert m.device_total_bytes >= m.free_bytes
+
+
+# --- the memory lesson's suite entries (measure once: the page reads them back) ----------
+
+TINY_STEP = GPT2Config(vocab_size=64, seq_len=16, hidden=32, heads=2, layers=1, attention="eager")
+
+
+def _cpu(quick: bool) -> Context:
+    return Context(device=Device.this("cpu"), quick=quick)
+
+
+def test_the_gpt_memory_entry_gives_the_accuracy_table_its_rows_back(monkeypatch):
+    cases = [
+        AccuracyCase(config=TINY_STEP, batch=2, dtype="fp32", optimizer="adamw"),
+        AccuracyCase(
+            config=replace(TINY_STEP, attention="sdpa", checkpointing=True),
+            batch=3,
+            dtype="bf16",
+            optimizer="sgd",
+        ),
+    ]
+    monkeypatch.setattr(entries_memory, "build_cases", lambda: cases)
+    out = entries_memory.run_gpt_memory(_cpu(quick=False))
+    assert [m.params["case"] for m in out] == [0, 1]
+    for m in out:  # a peak: its samples are the phase peaks, in step order
+        assert m.unit == m.samples_unit == "bytes" and m.value == max(m.samples)
+        assert len(m.samples) == 3 and m.limit is None
+    direct = run_accuracy(cases, mode="fake")
+    rows = entries_memory.accuracy_from_measurements(list(reversed(out)))  # order from params
+    assert rows == direct
+    assert accuracy_to_markdown(rows) == accuracy_to_markdown(direct)
+    assert entries_memory.accuracy_from_measurements([]) == ()
+
+
+def test_the_gpt_memory_step_entry_gives_the_measured_table_its_step_back(monkeypatch):
+    monkeypatch.setattr(entries_memory, "LESSON_CONFIG", TINY_STEP)
+    monkeypatch.setattr(entries_memory, "LESSON_BATCH", 2)
+    (m,) = entries_memory.run_gpt_memory_step(_cpu(quick=False))
+    assert m.name == "gpt_memory_step.peak" and m.params["model_hidden"] == 32
+    step = entries_memory.step_from_measurements([m])
+    direct = measure_gpt2(TINY_STEP, batch=2, mode="fake")
+    assert step == direct
+    assert measured_to_markdown(step) == measured_to_markdown(direct)
+    assert list(m.samples) == list(direct.phase_peaks_bytes.values())
+    assert entries_memory.step_from_measurements([]) is None
+
+
+def test_the_lesson_plan_is_the_pages_model():
+    # memory.md's prose and charts describe this model: two layers, hidden 64, batch 4
+    assert LESSON_CONFIG == SMALL and LESSON_BATCH == 4
+
+
+def test_the_memory_entries_write_a_bundle_that_validates(run_cli, tmp_path, monkeypatch):
+    from gpulesson.memory import impl_accuracy, saved
+    from gpulesson.results.bundle import load
+
+    tiny_hf = AccuracyCase(
+        config=TINY_STEP, batch=2, dtype="fp32", optimizer="adamw", impl="transformers"
+    )
+    monkeypatch.setattr(entries_memory, "build_cases", lambda: [replace(tiny_hf, impl="gpulesson")])
+    monkeypatch.setattr(entries_memory, "LESSON_CONFIG", TINY_STEP)
+    monkeypatch.setattr(entries_memory, "LESSON_BATCH", 2)
+    monkeypatch.setattr(impl_accuracy, "build_cases", lambda: [tiny_hf])
+    monkeypatch.setattr(saved, "SAVED_CONFIG", replace(TINY_STEP, attention="sdpa"))
+    out = tmp_path / "bundle.json"
+    entries = ("gpt_memory", "gpt_memory_step", "gpt_memory_timeline", "hf_memory")
+    only = ",".join((*entries, "gpt_block_saved"))
+    result = run_cli("measure", "--quick", "--device", "cpu", "--only", only, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    bundle = load(out)  # validated: schema, consistency, plausibility
+    assert set(bundle.provenance.suite.entries) == {*entries, "gpt_block_saved"}
+    ms = bundle.measurements
+    assert len(entries_memory.accuracy_from_measurements(ms)) == 1
+    assert entries_memory.step_from_measurements(ms) is not None
+    trace = entries_memory.timeline_from_measurements(ms)  # --quick: the plain step only
+    assert trace is not None and entries_memory.timeline_from_measurements(ms, "ckpt") is None
+    assert trace.peak_bytes == entries_memory.step_from_measurements(ms).peak_bytes
+    assert len(entries_memory.impl_rows_from_measurements(ms)) == 1
+    found = entries_memory.saved_from_measurements(ms)
+    assert found is not None and set(found.saved) == {"gpulesson", "transformers"}

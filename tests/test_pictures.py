@@ -26,6 +26,10 @@ from gpulesson.memory.comm import ring_all_reduce_bytes, zero_tradeoffs
 from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.memory.measure import measure_gpt2
 from gpulesson.memory.parallel import bubble_fraction
+from gpulesson.memory.torch_tools import CATEGORIES
+from gpulesson.results import entries_memory
+from gpulesson.results.bundle import MAX_SERIES_POINTS
+from gpulesson.results.suite import Context, Device
 from gpulesson.timing import figures, trace_chart
 from gpulesson.timing.loader import LoaderRun
 from gpulesson.timing.profile import profile_gpt_step, replay_peak
@@ -88,6 +92,47 @@ def test_checkpointing_lowers_the_peak_the_chart_shows(lesson_trace):
     )
     assert ckpt.peak_bytes == measured.peak_bytes
     assert ckpt.peak_bytes < lesson_trace.peak_bytes
+
+
+def test_the_timeline_entry_gives_the_chart_the_same_step_back(lesson_trace):
+    ms = entries_memory.timeline_measurements(lesson_trace, "plain", batch=LESSON_BATCH)
+    terms = [f"gpt_memory_timeline.plain.{entries_memory.slug(t)}" for t in CATEGORIES]
+    assert [m.name for m in ms] == ["gpt_memory_timeline.plain", *terms]
+    total = ms[0]
+    assert total.value == lesson_trace.peak_bytes == max(total.samples)
+    assert total.samples == tuple(lesson_trace.phase_peaks_bytes.values())
+    assert len(total.series.points) == len(lesson_trace.rows)
+    back = entries_memory.timeline_from_measurements(ms)
+    assert back.phases == lesson_trace.phases and back.method == lesson_trace.method
+    kept = [(r.phase, r.by_term_bytes, r.total_bytes) for r in back.rows]
+    assert kept == [(r.phase, r.by_term_bytes, r.total_bytes) for r in lesson_trace.rows]
+    chart = timeline.memory_chart(back, title="t", what="the lesson's GPT-2")
+    assert chart == timeline.memory_chart(lesson_trace, title="t", what="the lesson's GPT-2")
+    assert entries_memory.timeline_from_measurements(ms, "ckpt") is None
+
+
+def test_the_timeline_entry_measures_the_step_plain_and_checkpointed(monkeypatch):
+    monkeypatch.setattr(entries_memory, "LESSON_CONFIG", SMALL)
+    monkeypatch.setattr(entries_memory, "LESSON_BATCH", 2)
+    ms = entries_memory.run_gpt_memory_timeline(Context(device=Device.this("cpu"), quick=False))
+    plain = entries_memory.timeline_from_measurements(ms, "plain")
+    ckpt = entries_memory.timeline_from_measurements(ms, "ckpt")
+    assert ms[0].params["model_checkpointing"] is False
+    checkpointed = measure_gpt2(replace(SMALL, checkpointing=True), batch=2, mode="fake")
+    assert ckpt.peak_bytes == checkpointed.peak_bytes
+    assert plain.peak_bytes == measure_gpt2(SMALL, batch=2, mode="fake").peak_bytes
+
+
+def test_a_long_cuda_curve_keeps_its_peak_and_counts_every_event():
+    live = [i % 977 for i in range(12_000)] + [5_000] + [3] * 10
+    m = entries_memory.cuda_live_measurement(live)
+    assert len(m.series.points) == MAX_SERIES_POINTS and m.value == 5_000
+    back = entries_memory.cuda_live_from_measurements([m])
+    assert back.events == len(live) and max(back.live_bytes) == 5_000
+    short = entries_memory.cuda_live_from_measurements(
+        [entries_memory.cuda_live_measurement([1, 4, 2])]
+    )
+    assert short.live_bytes == (1, 4, 2) and short.events == 3
 
 
 def test_columns_always_keep_the_peak():

@@ -331,19 +331,127 @@ def test_a_cpu_run_gives_four_valid_rows_from_the_lessons_function(monkeypatch):
     monkeypatch.setattr(entries_profiling, "PROFILE_BATCH", 2)
     measured = entries_profiling.run_profile_step(Context(CPU, quick=True))
     names = [m.name for m in measured]
-    assert names == [
+    assert names[:4] == [
         "profile_step.step",
         "profile_step.top_op_share",
         "profile_step.matmul_share",
         "profile_step.busy_share",
     ]
-    step, top, matmul, busy = measured
-    assert step.unit == "s" and len(step.samples) == 3 and min(step.samples) <= step.value
+    step, top, matmul, busy = measured[:4]
+    # on a CPU the lesson's plan: one active step with memory on, then repeats without it
+    assert step.unit == "s" and len(step.samples) == 1 and min(step.samples) <= step.value
+    assert (step.params["active_steps"], step.params["memory"]) == (1, True)
     assert top.params["top_op"] and 0 < top.value <= 1 and 0 < matmul.value <= 1
     assert step.params["layers"] == TINY.layers and step.params["threads"] == 1
-    assert set(entries_profiling.FACTS.values()) == set(names)
+    assert set(entries_profiling.FACTS.values()) == set(names[:4])
+    assert any(m.name == "profile_step.first.op.optimizer_step" for m in measured)
+    repeats = [m for m in measured if ".repeat." in m.name]
+    assert [m.name.rsplit(".", 1)[1] for m in repeats] == list(entries_profiling.REPEAT_READINGS)
+    assert all(len(m.samples) == 2 and m.params["memory"] is False for m in repeats)
     bundle = validate(to_dict(_bundle(measured)))
     assert bundle.measurement("profile_step.busy_share").value == pytest.approx(busy.value)
+
+
+def test_the_profile_round_trips_through_bundle_measurements(tiny_step):
+    repeats = [entries_profiling.repeat_readings(tiny_step.profile)] * 3
+    rows = entries_profiling.profile_measurements(tiny_step, repeats)
+    # through a validated bundle's JSON, as a cached build or a reference bundle gives them
+    bundle = validate(to_dict(_bundle(rows)))
+    run = entries_profiling.profile_run_from_measurements(bundle.measurements)
+    assert run is not None and run.recorded is run.step.profile
+    assert run.recorded == replace(tiny_step.profile, trace_gz=None)  # every row, exactly
+    assert (run.step.config, run.step.parameters) == (TINY, tiny_step.parameters)
+    calls = run.recorded.op("aten::addmm").calls
+    assert isinstance(calls, int) and calls == tiny_step.profile.op("aten::addmm").calls
+    assert prof.table_reading(run.step) == prof.table_reading(tiny_step)
+    assert prof.memory_reading(run.step) == prof.memory_reading(tiny_step)
+    assert ops_markdown(run.recorded) == ops_markdown(tiny_step.profile)
+    assert memory_markdown(run.recorded) == memory_markdown(tiny_step.profile)
+    for name, value in entries_profiling.repeat_readings(tiny_step.profile).items():
+        assert run.repeats[name] == (value,) * 3
+    assert len({m.name for m in rows}) == len(rows)  # op names made unique
+    assert entries_profiling.profile_run_from_measurements(rows[:1]) is None
+
+
+def test_the_first_and_steady_steps_round_trip_through_bundle_measurements(tiny_pair):
+    rows = entries_profiling.first_and_steady_measurements(tiny_pair)
+    bundle = validate(to_dict(_bundle(rows)))
+    pair = entries_profiling.first_and_steady_from_measurements(bundle.measurements)
+    assert pair is not None
+    assert first_and_steady_markdown(pair) == first_and_steady_markdown(tiny_pair)
+    assert prof.first_step_reading(pair) == prof.first_step_reading(tiny_pair)
+    assert {r.kind for r in pair.first.profile.ops} == {"label"}  # the regions, kept whole
+    assert entries_profiling.first_and_steady_from_measurements(rows[:1]) is None
+
+
+def test_the_snapshot_round_trips_with_its_curve():
+    events = [{"action": "alloc", "size": 2**20}] * 3 + [
+        {"action": "free_completed", "size": 2**20}
+    ]
+    curve, stride = prof.replay_curve(events, 2**19)
+    s = prof.SnapshotSummary(
+        events=4,
+        alloc_events=3,
+        baseline_bytes=2**19,
+        peak_bytes=prof.replay_peak(events, 2**19),
+        max_allocated_bytes=3 * 2**20 + 2**19,
+        phase_peaks_bytes={"forward": 2**20, "backward": 3 * 2**20},
+        pickle_bytes=2**19,
+        curve=curve,
+        curve_stride=stride,
+    )
+    rows = entries_profiling.snapshot_measurements(s)
+    bundle = validate(to_dict(_bundle(rows)))
+    back = entries_profiling.snapshot_from_measurements(bundle.measurements)
+    assert back == s and snapshot_markdown(back) == snapshot_markdown(s)
+    assert max(y for _, y in bundle.measurements[0].series.points) == s.peak_bytes
+    assert entries_profiling.snapshot_from_measurements(rows[2:]) is None
+
+
+def test_a_long_snapshot_curve_keeps_its_peak_in_few_points():
+    events = [{"action": "alloc" if i % 3 else "free_completed", "size": 7} for i in range(12001)]
+    curve, stride = prof.replay_curve(events, 10)
+    assert stride == 3 and len(curve) <= 5000 and curve[-1][0] == 12000
+    assert max(y for _, y in curve) == prof.replay_peak(events, 10)
+
+
+def test_the_first_step_is_profiled_on_a_cpu_and_the_snapshot_only_on_cuda():
+    cpu = entries_profiling.plan_for(Context(CPU, quick=False))
+    assert (cpu.active, cpu.memory, cpu.repeats, cpu.first_step, cpu.snapshot) == (
+        1,
+        True,
+        5,
+        True,
+        False,
+    )
+    h100 = Device("cuda", "H100", 80 * 2**30, 79 * 2**30, 1, (9, 0))
+    gpu = entries_profiling.plan_for(Context(h100, quick=False))
+    assert (gpu.active, gpu.memory, gpu.repeats, gpu.first_step, gpu.snapshot) == (
+        entries_profiling.active_steps(False),
+        False,
+        0,
+        False,
+        True,
+    )
+    mps = entries_profiling.plan_for(Context(replace(CPU, type="mps"), quick=True))
+    assert not mps.snapshot and not mps.first_step
+
+
+def test_measure_writes_a_valid_bundle_of_the_profiling_entries(run_cli, tmp_path, monkeypatch):
+    from gpulesson.results.bundle import load
+
+    monkeypatch.setattr(entries_profiling, "PROFILE_CONFIG", TINY)
+    monkeypatch.setattr(entries_profiling, "PROFILE_BATCH", 2)
+    out = tmp_path / "bundle.json"
+    args = ("--quick", "--device", "cpu", "--only", "profile_step", "--out", str(out))
+    result = run_cli("measure", *args)
+    assert result.returncode == 0, result.stderr
+    bundle = load(out)  # schema, consistency and plausibility checked
+    run = entries_profiling.profile_run_from_measurements(bundle.measurements)
+    assert run is not None and run.step.config == TINY and len(run.repeats["matmul_share"]) == 2
+    assert "| `aten::mm` |" in ops_markdown(run.recorded)
+    pair = entries_profiling.first_and_steady_from_measurements(bundle.measurements)
+    assert pair is not None and set(REGIONS) <= {r.name for r in pair.steady.profile.ops}
 
 
 def test_the_entry_is_skipped_when_the_step_does_not_fit():
@@ -356,7 +464,7 @@ def _bundle(measured) -> Bundle:
     from gpulesson.results.bundle import load
 
     base = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
-    return replace(base, measurements=tuple(measured))
+    return replace(base, measurements=tuple(measured), schema_version=2)
 
 
 @pytest.mark.gpu

@@ -38,6 +38,10 @@ def test_the_registry_holds_the_issue_s_entries_once_each_in_run_order():
         "roofline",
         "gpt_memory",
         "oom",
+        "gpt_memory_step",  # the memory lesson's step, op by op, transformers', saved tensors
+        "gpt_memory_timeline",
+        "hf_memory",
+        "gpt_block_saved",
         "decode",  # the lessons' own rows follow, in course order of their modules
         "all_reduce_gloo",
         "train_step",

@@ -8,12 +8,15 @@ import socket
 import pytest
 import torch
 
+from gpulesson.course.memory import impl_comparison_to_markdown, saved_to_markdown
 from gpulesson.memory import transformers_gpt2
 from gpulesson.memory.budget import IMPLS, TransformerShape, estimate
 from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.memory.impl_accuracy import build_cases, impl_summary, run_impl_comparison
 from gpulesson.memory.measure import measure_transformers_gpt2
 from gpulesson.memory.saved import first_block_saved
+from gpulesson.results import entries_memory
+from gpulesson.results.suite import Context, Device
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -118,6 +121,54 @@ def test_the_extra_saved_tensors_are_gelu_new_s_three():
     }
     # the head also keeps the shifted int64 labels: 8 bytes a token
     assert by_impl["transformers"] - by_impl["gpulesson"] == 12 * unit + 8 * 2 * 24
+
+
+def test_the_hf_memory_entry_gives_the_comparison_table_its_rows_back(monkeypatch, no_network):
+    from gpulesson.memory import impl_accuracy
+    from gpulesson.memory.measure import AccuracyCase
+
+    small = GPT2Config(vocab_size=64, seq_len=16, hidden=32, heads=2, layers=1)
+    cases = [
+        AccuracyCase(config=small, batch=2, dtype="fp32", optimizer="adamw", impl="transformers"),
+        AccuracyCase(config=small, batch=1, dtype="bf16", optimizer="sgd", impl="transformers"),
+    ]
+    monkeypatch.setattr(impl_accuracy, "build_cases", lambda: cases)
+    out = entries_memory.run_hf_memory(Context(device=Device.this("cpu"), quick=False))
+    assert [m.name.split(".")[0] for m in out] == ["hf_memory", "hf_memory"]
+    assert all(m.value == max(m.samples) and len(m.samples) == 3 for m in out)
+    direct = run_impl_comparison(cases, mode="fake")
+    rows = entries_memory.impl_rows_from_measurements(out[::-1])
+    assert rows == direct
+    summaries = [impl_summary(rows, impl) for impl in IMPLS]
+    assert impl_comparison_to_markdown(rows, summaries) == impl_comparison_to_markdown(
+        direct, [impl_summary(direct, impl) for impl in IMPLS]
+    )
+
+
+def test_the_saved_tensors_entry_gives_the_listing_back(monkeypatch, no_network):
+    from gpulesson.memory import saved
+
+    small = GPT2Config(vocab_size=32, seq_len=8, hidden=16, heads=2, layers=1)
+    monkeypatch.setattr(saved, "SAVED_CONFIG", small)
+    out = entries_memory.run_gpt_block_saved(Context(device=Device.this("cpu"), quick=False))
+    assert all(m.unit == "bytes" and m.samples == (m.value,) for m in out)
+    found = entries_memory.saved_from_measurements(out[::-1])  # order from params
+    assert found.config == small and found.batch == saved.SAVED_BATCH
+    direct = first_block_saved(small, saved.SAVED_BATCH)
+    assert found.saved == direct
+    assert saved_to_markdown(found.saved, 64) == saved_to_markdown(direct, 64)
+    assert entries_memory.saved_from_measurements([]) is None
+    # the lesson's plan is the model its sentences describe
+    assert saved.SAVED_CONFIG is small and saved.SAVED_BATCH == 2
+
+
+def test_the_saved_tensors_entry_runs_on_the_cpu_only():
+    (entry,) = [e for e in entries_memory.ENTRIES if e.name == "gpt_block_saved"]
+    assert entry.applies(Device.this("cpu"))
+    gpu = Device(
+        type="cuda", name="gpu", total_bytes=2**34, free_bytes=2**34, count=1, capability=None
+    )
+    assert not entry.applies(gpu)
 
 
 def test_each_extra_term_is_named_with_its_share_of_the_peak():

@@ -42,10 +42,11 @@ from gpulesson.memory.compute import (
 )
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 from gpulesson.results import datasheets
-from gpulesson.results.bundle import Bundle
+from gpulesson.results.bundle import Bundle, Measurement
 from gpulesson.results.compare import Sourced
+from gpulesson.results.datasheets import Datasheet
 from gpulesson.timing.bench import barrier, measure_matmul, time_samples
-from gpulesson.timing.peak import FMA_UNIT_BOUNDS, CpuPeak, cpu_peak, read_cpu_facts
+from gpulesson.timing.peak import FMA_UNIT_BOUNDS, CpuFacts, CpuPeak, cpu_peak, read_cpu_facts
 from gpulesson.timing.results import MatmulResult, OpResult
 
 # The small GPT the lesson counts and times on a CPU: about 3.7 million parameters, 256
@@ -446,25 +447,41 @@ class CpuMfu:
     matmul: MatmulResult
     readings: tuple[MfuReading, ...]
     ruled_out: tuple[tuple[int, float], ...] = ()
+    matmuls: tuple[MatmulResult, ...] = ()  # every matmul reading, the faster one is ``matmul``
 
 
-def measure_cpu_mfu(threads: int = 1) -> CpuMfu:
+def measure_cpu_mfu(
+    threads: int = 1,
+    config: GPT2Config = PAGE_CONFIG,
+    batch: int = PAGE_BATCH,
+    min_run_time_s: float = 0.1,
+) -> CpuMfu:
     """Time the lesson's step on ``threads`` CPU threads and set it against the CPU's peaks.
 
     The square matmul (``MATMUL_N["cpu"]``) is timed before and after the step on the same
     threads, and the faster of the two is kept, so a burst of other work on the machine
-    during one of them does not set the peak.
+    during one of them does not set the peak. ``matmuls`` keeps both readings, in order.
     """
     before = measure_matmul(MATMUL_N["cpu"], threads=threads, min_run_time_s=0.2)
-    step = measure_gpt_step(threads=threads)
+    step = measure_gpt_step(config, batch, min_run_time_s=min_run_time_s, threads=threads)
     after = measure_matmul(MATMUL_N["cpu"], threads=threads, min_run_time_s=0.2)
-    matmul = max(before, after, key=lambda r: r.flop_per_s)
-    peak = cpu_peak(read_cpu_facts(), "fp32", threads=threads)
+    return cpu_mfu(step, (before, after))
+
+
+def cpu_mfu(
+    step: StepTiming, matmuls: tuple[MatmulResult, ...], facts: CpuFacts | None = None
+) -> CpuMfu:
+    """The step set against the fastest of ``matmuls`` and the peak model of ``facts``
+    (this machine's CPU when None), on the step's threads."""
+    matmul = max(matmuls, key=lambda r: r.flop_per_s)
+    chip = read_cpu_facts() if facts is None else facts
+    peak = cpu_peak(chip, "fp32", threads=step.timing.threads)
     return CpuMfu(
         step=step,
         matmul=matmul,
         readings=cpu_readings(step.flop_per_s, matmul, peak),
         ruled_out=bounds_below_matmul(matmul, peak),
+        matmuls=matmuls,
     )
 
 
@@ -476,10 +493,17 @@ def gpu_readings_from_bundle(bundle: Bundle) -> tuple[MfuReading, ...]:
     step = next((m for m in bundle.measurements if m.entry == "train_step"), None)
     if step is None or step.dtype is None:
         return ()
-    dtype = step.dtype
-    device = bundle.provenance.device_name
+    best = bundle.measurement(f"matmul_peak.{step.dtype}")
+    return gpu_readings_from_rows(step, best, bundle.provenance.device_name, bundle.datasheet)
+
+
+def gpu_readings_from_rows(
+    step: Measurement, best: Measurement | None, device: str, sheet: Datasheet | None
+) -> tuple[MfuReading, ...]:
+    """A ``train_step`` row's rate over ``sheet``'s dense peak and over the best matmul row
+    ``best`` (``matmul_peak.<dtype>``) of the same GPU ``device``; each left out when absent."""
+    dtype = step.dtype or "fp32"
     rows = []
-    sheet = bundle.datasheet
     peak = sheet.dense_flop_per_s(dtype) if sheet else None
     if sheet is not None and peak:
         rows.append(
@@ -493,7 +517,6 @@ def gpu_readings_from_bundle(bundle: Bundle) -> tuple[MfuReading, ...]:
                 peak_source=f"{sheet.peaks[dtype].stated!r}, {sheet.sources[0].url}",
             )
         )
-    best = bundle.measurement(f"matmul_peak.{dtype}")
     if best is not None:
         rows.append(
             MfuReading(

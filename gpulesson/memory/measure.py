@@ -53,6 +53,14 @@ from gpulesson.memory.budget import TransformerShape, estimate
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
 
 OPTIMIZERS = ("sgd", "sgd-momentum", "adamw")
+PHASES = ("forward", "backward", "optimizer step")  # a step's phases, in order
+# The step the memory lesson measures and draws op by op (memory.md, memory-measure-one
+# and memory-step-timeline; fix-ladder.md draws it again with checkpointing): small, so the
+# page builds in seconds.
+LESSON_CONFIG = GPT2Config(
+    vocab_size=512, seq_len=64, hidden=64, heads=4, layers=2, attention="eager"
+)
+LESSON_BATCH = 4
 FAKE_METHOD = "FakeTensorMode + MemTracker (CPU, nothing allocated)"
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,

@@ -107,6 +107,10 @@ def in_module(saved: tuple[SavedTensor, ...], prefix: str) -> tuple[SavedTensor,
     return tuple(out)
 
 
+# The tiny fp32 model (and batch) whose first block the memory lesson lists, both ways.
+SAVED_CONFIG = GPT2Config(vocab_size=64, seq_len=24, hidden=32, heads=2, layers=1)
+SAVED_BATCH = 2
+
 # Where each implementation's first block sits in the module tree.
 FIRST_BLOCK = {"gpulesson": "blocks.0", "transformers": "model.transformer.h.0"}
 

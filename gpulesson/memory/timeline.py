@@ -287,18 +287,25 @@ def memory_chart(trace: StepTrace, *, title: str, what: str) -> str:
     )
 
 
-def live_chart(live_bytes: Sequence[int], *, title: str, what: str) -> str:  # pragma: no cover
-    """A CUDA snapshot's live bytes after each allocator event, as one area (MiB)."""
+def live_chart(
+    live_bytes: Sequence[int], *, title: str, what: str, events: int | None = None
+) -> str:  # pragma: no cover
+    """A CUDA snapshot's live bytes after each allocator event, as one area (MiB).
+
+    ``events`` is how many events ``live_bytes`` was picked from, when a result bundle kept
+    only the most-bytes event of each group of them (default: one value per event).
+    """
     picks = columns(len(live_bytes), live_bytes)
     peak = max(live_bytes)
+    count = len(live_bytes) if events is None else events
     return figures.stacked_area(
         {"allocated": [live_bytes[i] / MIB for i in picks]},
         phases=[("two steps", 0, len(picks) - 1)],
-        x_label=f"allocator event ({len(live_bytes):,} events)",
+        x_label=f"allocator event ({count:,} events)",
         unit="MiB",
         title=title,
         description=(
-            f"Area chart of CUDA memory allocated (MiB) after each of {len(live_bytes):,} "
+            f"Area chart of CUDA memory allocated (MiB) after each of {count:,} "
             f"allocator events of two training steps of {what}, replayed from "
             f"torch.cuda.memory._snapshot(); peak {peak / MIB:,.2f} MiB ({peak:,} bytes)."
         ),

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.results.bundle import Bundle, Measurement, Skipped
-from gpulesson.results.measurements import throughput
+from gpulesson.results.measurements import op_result, throughput
 from gpulesson.results.suite import Context, SuiteEntry
 from gpulesson.timing.decode import (
     DecodePlan,
@@ -35,7 +35,7 @@ from gpulesson.timing.decode import (
     measure_decode_sweep,
     plan_for,
 )
-from gpulesson.timing.results import OpResult, quantile
+from gpulesson.timing.results import quantile
 
 ENTRY = "decode"
 ROW_NAME = re.compile(r"decode\.b\d+")
@@ -129,19 +129,6 @@ def sweep_measurements(sweep: DecodeSweep) -> list[Measurement]:
     return out
 
 
-def _op(m: Measurement, name: str, work_flops: int, work_bytes: int) -> OpResult:
-    return OpResult(
-        name=name,
-        device=str(m.params["device"]),
-        dtype=m.dtype or "fp32",
-        threads=int(m.params["threads"]),
-        samples_s=tuple(m.samples),
-        flops=work_flops,
-        bytes_moved=work_bytes,
-        calls_per_sample=int(m.params.get("calls_per_sample", 1)),
-    )
-
-
 def sweep_from_measurements(measurements: Sequence[Measurement]) -> DecodeSweep | None:
     """The :class:`DecodeSweep` a bundle's ``decode`` measurements describe; None without rows."""
     by_name = {m.name: m for m in measurements if m.entry == ENTRY}
@@ -180,8 +167,8 @@ def sweep_from_measurements(measurements: Sequence[Measurement]) -> DecodeSweep 
         parameters=int(first["parameters"]),
         config=config,
         rows=rows,
-        bandwidths=tuple(_op(m, "copy", 0, int(m.params["bytes"])) for m in readings),
-        peak=_op(mm, mm.label.split(",")[0], int(mm.params["flop"]), 0),
+        bandwidths=tuple(op_result(m, "copy", flops=0) for m in readings),
+        peak=op_result(mm, mm.label.split(",")[0], bytes_moved=0),
     )
 
 

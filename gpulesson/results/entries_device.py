@@ -34,7 +34,7 @@ import torch
 
 from gpulesson.results.bundle import Bundle, Measurement
 from gpulesson.results.entries_allreduce import sweep_from_measurements, sweep_measurements
-from gpulesson.results.measurements import seconds, single, throughput
+from gpulesson.results.measurements import matmul_result, op_result, seconds, single, throughput
 from gpulesson.results.suite import Context, Device, SuiteEntry
 from gpulesson.timing.allreduce import AllReduceSweep, measure_nccl_sweep, size_name
 from gpulesson.timing.bench import async_illusion, measure_transfer, plan_for
@@ -44,8 +44,6 @@ from gpulesson.timing.results import (
     LaunchOverhead,
     LaunchTiming,
     LinkBandwidth,
-    MatmulResult,
-    OpResult,
 )
 from gpulesson.timing.roofline import measure_bandwidth, measure_op
 from gpulesson.units import GIB, MIB
@@ -216,18 +214,6 @@ def run_stopwatch(context: Context) -> list[Measurement]:
     return out
 
 
-def _matmul(m: Measurement, closing_barrier: bool = True) -> MatmulResult:
-    return MatmulResult(
-        device=str(m.params["device"]),
-        dtype=m.dtype or "fp32",
-        n=int(m.params["n"]),
-        threads=int(m.params["threads"]),
-        samples_s=tuple(m.samples),
-        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
-        closing_barrier=closing_barrier,
-    )
-
-
 def illusion_from_measurements(measurements: Sequence[Measurement]) -> IllusionResult | None:
     """The :class:`IllusionResult` the ``stopwatch`` rows describe; None without them.
 
@@ -237,9 +223,9 @@ def illusion_from_measurements(measurements: Sequence[Measurement]) -> IllusionR
     by_name = {m.name: m for m in measurements if m.entry == "stopwatch"}
     if "stopwatch.honest" not in by_name or "stopwatch.naive" not in by_name:
         return None
-    honest = _matmul(by_name["stopwatch.honest"])
-    naive = _matmul(by_name["stopwatch.naive"], closing_barrier=False)
-    cpu = _matmul(by_name["stopwatch.cpu"]) if "stopwatch.cpu" in by_name else honest
+    honest = matmul_result(by_name["stopwatch.honest"])
+    naive = matmul_result(by_name["stopwatch.naive"], closing_barrier=False)
+    cpu = matmul_result(by_name["stopwatch.cpu"]) if "stopwatch.cpu" in by_name else honest
     return IllusionResult(honest=honest, naive=naive, cpu=cpu)
 
 
@@ -333,19 +319,6 @@ def run_memory_bandwidth(context: Context) -> list[Measurement]:
     ]
 
 
-def _op(m: Measurement, name: str) -> OpResult:
-    return OpResult(
-        name=name,
-        device=str(m.params["device"]),
-        dtype=m.dtype or "fp32",
-        threads=int(m.params["threads"]),
-        samples_s=tuple(m.samples),
-        flops=0,
-        bytes_moved=int(m.params["bytes"]),
-        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
-    )
-
-
 def link_from_measurements(measurements: Sequence[Measurement]) -> LinkBandwidth | None:
     """The host link beside the on-device copy: ``host_copies`` and ``memory_bandwidth`` rows.
 
@@ -360,9 +333,9 @@ def link_from_measurements(measurements: Sequence[Measurement]) -> LinkBandwidth
     pinned = by_name.get("h2d.pinned")
     return LinkBandwidth(
         device=str(on_device.params["device"]),
-        pageable=_op(pageable, "host-to-device copy, pageable"),
-        pinned=None if pinned is None else _op(pinned, "host-to-device copy, pinned"),
-        on_device=_op(on_device, "copy"),
+        pageable=op_result(pageable, "host-to-device copy, pageable"),
+        pinned=None if pinned is None else op_result(pinned, "host-to-device copy, pinned"),
+        on_device=op_result(on_device, "copy"),
     )
 
 

@@ -45,7 +45,7 @@ from typing import Any
 import torch
 
 from gpulesson.results.bundle import Measurement, Skipped
-from gpulesson.results.measurements import throughput
+from gpulesson.results.measurements import matmul_result, op_result, throughput
 from gpulesson.results.suite import Context, Device, SuiteEntry
 from gpulesson.timing.bench import TORCH_DTYPES, matmul_precision, measure_transfer, sweep
 from gpulesson.timing.bench import plan_for as bench_plan_for
@@ -425,30 +425,6 @@ def sweep_rows(context: Context) -> list[Measurement]:
     return out
 
 
-def _sweep_result(m: Measurement) -> MatmulResult:
-    return MatmulResult(
-        device=str(m.params["device"]),
-        dtype=m.dtype or "fp32",
-        n=int(m.params["n"]),
-        threads=int(m.params["threads"]),
-        samples_s=tuple(m.samples),
-        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
-    )
-
-
-def _copy_result(m: Measurement, kind: str) -> OpResult:
-    return OpResult(
-        name=f"host-to-device copy, {kind}",
-        device=str(m.params["device"]),
-        dtype=m.dtype or "fp32",
-        threads=int(m.params["threads"]),
-        samples_s=tuple(m.samples),
-        flops=0,
-        bytes_moved=int(m.params["bytes"]),
-        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
-    )
-
-
 def _sweep_parts(measurements: Sequence[Measurement]) -> dict[str, dict[int, Measurement]]:
     parts: dict[str, dict[int, Measurement]] = {}
     for m in measurements:
@@ -469,17 +445,17 @@ def comparison_from_measurements(
     mine = _sweep_parts(cpu).get("fp32", {})
     theirs = _sweep_parts(gpu)
     sizes = sorted(theirs.get("fp32", {}))
-    gpu_rows = tuple(_sweep_result(theirs["fp32"][n]) for n in sizes)
+    gpu_rows = tuple(matmul_result(theirs["fp32"][n]) for n in sizes)
     copies = {
         kind: tuple(
-            _copy_result(theirs[f"h2d_{kind}"][n], kind)
+            op_result(theirs[f"h2d_{kind}"][n], f"host-to-device copy, {kind}")
             for n in sizes
             if n in theirs.get(f"h2d_{kind}", {})
         )
         for kind in ("pageable", "pinned")
     }
     return SweepComparison(
-        cpu=tuple(_sweep_result(mine[n]) for n in sorted(mine)),
+        cpu=tuple(matmul_result(mine[n]) for n in sorted(mine)),
         gpu=gpu_rows,
         gpu_device=gpu_rows[0].device if gpu_rows else None,
         pageable=copies["pageable"],

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from gpulesson.results.bundle import Measurement
-from gpulesson.results.measurements import throughput
+from gpulesson.results.measurements import op_result, throughput
 from gpulesson.results.suite import Context, SuiteEntry
 from gpulesson.timing.bench import DevicePlan, plan_for
 from gpulesson.timing.results import OpResult, Roofline
@@ -89,19 +89,6 @@ def roofline_measurements(roof: Roofline, bf16_add: OpResult) -> list[Measuremen
     return out
 
 
-def _op(m: Measurement) -> OpResult:
-    return OpResult(
-        name=str(m.params["op"]),
-        device=str(m.params["device"]),
-        dtype=m.dtype or "fp32",
-        threads=int(m.params["threads"]),
-        samples_s=tuple(m.samples),
-        flops=int(m.params["flop"]),
-        bytes_moved=int(m.params["bytes"]),
-        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
-    )
-
-
 def roofline_from_measurements(
     measurements: Sequence[Measurement],
 ) -> tuple[Roofline, OpResult] | None:
@@ -110,7 +97,10 @@ def roofline_from_measurements(
     by_name = {m.name: m for m in measurements if m.entry == ENTRY}
     if any(f"{ENTRY}.{short}" not in by_name for short in OPS):
         return None
-    ops = {short: _op(by_name[f"{ENTRY}.{short}"]) for short in OPS}
+    ops = {
+        short: op_result(m, str(m.params["op"]))
+        for short, m in ((s, by_name[f"{ENTRY}.{s}"]) for s in OPS)
+    }
     roof = Roofline(
         device=ops["copy"].device,
         bandwidth=ops["copy"],

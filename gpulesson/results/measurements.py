@@ -142,3 +142,49 @@ def single(
         params=dict(params or {}),
         note=note,
     )
+
+
+# --- and back: the timing a measurement was made from, for a page's renderer ------------
+
+
+def matmul_result(m: Measurement, *, closing_barrier: bool = True) -> MatmulResult:
+    """The matmul timing behind ``m`` (its samples, ``n``, device and threads from params).
+
+    >>> r = MatmulResult(device="cpu", dtype="fp32", n=64, threads=2, samples_s=(0.5, 0.25))
+    >>> m = throughput(r, name="x", entry="x", unit="FLOP/s", label="x", params={"n": 64})
+    >>> back = matmul_result(m)
+    >>> back == r
+    True
+    """
+    return MatmulResult(
+        device=str(m.params["device"]),
+        dtype=m.dtype or "fp32",
+        n=int(m.params["n"]),
+        threads=int(m.params["threads"]),
+        samples_s=tuple(m.samples),
+        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
+        closing_barrier=closing_barrier,
+    )
+
+
+def op_result(
+    m: Measurement, name: str, *, flops: int | None = None, bytes_moved: int | None = None
+) -> OpResult:
+    """The operation timing behind ``m``; its work from params (``flop``, ``bytes``) unless given.
+
+    >>> op = OpResult(name="copy", device="cpu", dtype="fp32", threads=2,
+    ...               samples_s=(0.5, 0.25, 0.25), flops=0, bytes_moved=10**9)
+    >>> m = throughput(op, name="b", entry="b", unit="B/s", label="copy")
+    >>> op_result(m, "copy") == op
+    True
+    """
+    return OpResult(
+        name=name,
+        device=str(m.params["device"]),
+        dtype=m.dtype or "fp32",
+        threads=int(m.params["threads"]),
+        samples_s=tuple(m.samples),
+        flops=int(m.params.get("flop") or 0) if flops is None else flops,
+        bytes_moved=int(m.params.get("bytes") or 0) if bytes_moved is None else bytes_moved,
+        calls_per_sample=int(m.params.get("calls_per_sample") or 1),
+    )

@@ -678,7 +678,9 @@ class SnapshotSummary:
     ``max_allocated_bytes`` is ``torch.cuda.max_memory_allocated()`` in the last (steady)
     step, which every step after the first reaches, so the replay should reach it too.
     ``phase_peaks_bytes`` is the counter's peak within each region of the last step.
-    ``pickle_bytes`` is the size of the snapshot file.
+    ``pickle_bytes`` is the size of the snapshot file. ``curve`` is the replay's live bytes
+    over the events (:func:`replay_curve`, ``curve_stride`` events a point); ``steps`` the
+    training steps recorded.
     """
 
     events: int
@@ -688,6 +690,39 @@ class SnapshotSummary:
     max_allocated_bytes: int
     phase_peaks_bytes: Mapping[str, int]
     pickle_bytes: int
+    steps: int = 3
+    curve: tuple[tuple[int, int], ...] = ()
+    curve_stride: int = 1
+
+
+def replay_curve(
+    events: Sequence[Mapping[str, Any]], baseline_bytes: int = 0, max_points: int = 5000
+) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The live bytes after each event (:func:`replay_peak`'s running total), and the stride.
+
+    With more events than ``max_points``, each point stands for ``stride`` events in a row:
+    the index of the last of them and the largest total among them, so the peak stays.
+
+    >>> events = [{"action": "alloc", "size": 4}, {"action": "alloc", "size": 2},
+    ...           {"action": "free_completed", "size": 4}]
+    >>> replay_curve(events, 1)
+    (((0, 5), (1, 7), (2, 3)), 1)
+    >>> replay_curve(events, 1, max_points=2)
+    (((1, 7), (2, 3)), 2)
+    """
+    live, totals = baseline_bytes, []
+    for event in events:
+        if event.get("action") == "alloc":
+            live += int(event["size"])
+        elif event.get("action") == "free_completed":
+            live -= int(event["size"])
+        totals.append(live)
+    stride = max(1, math.ceil(len(totals) / max_points))
+    points = tuple(
+        (min(i + stride, len(totals)) - 1, max(totals[i : i + stride]))
+        for i in range(0, len(totals), stride)
+    )
+    return points, stride
 
 
 def replay_peak(events: Sequence[Mapping[str, Any]], baseline_bytes: int = 0) -> int:
@@ -762,6 +797,7 @@ def snapshot_gpt_step(
         torch.cuda.memory._record_memory_history(enabled=None)
     events = [e for trace in snapshot.get("device_traces", []) for e in trace]
     overall = max(phase_peaks.values())
+    curve, stride = replay_curve(events, int(baseline))
     return SnapshotSummary(
         events=len(events),
         alloc_events=sum(1 for e in events if e.get("action") == "alloc"),
@@ -770,6 +806,9 @@ def snapshot_gpt_step(
         max_allocated_bytes=overall,
         phase_peaks_bytes=phase_peaks,
         pickle_bytes=size,
+        steps=steps,
+        curve=curve,
+        curve_stride=stride,
     )
 
 
