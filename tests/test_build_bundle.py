@@ -211,3 +211,42 @@ def test_gpu_figures_come_from_this_build_s_gpu_through_the_suite_else_a_referen
     assert from_ref.stamp().startswith('!!! info "GPU figures from a reference result bundle')
     assert gpu_figures.gpu_measurements("no_such_entry", root=tmp_path) is None
     assert gpu_figures.gpu_measurements("matmul", root=tmp_path / "empty") is None
+
+
+def test_a_full_bundle_of_this_machine_is_read_instead_of_measuring_again(
+    tmp_path, run_cli, monkeypatch, fresh_build
+):
+    from gpulesson.results import suite
+
+    out = tmp_path / "b.json"
+    result = run_cli("measure", "--device", "cpu", "--only", ENTRY, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    saved = bundle_module.load(out)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(suite, "run_suite", refuse)
+    monkeypatch.setenv(build_bundle.REUSE_ENV, str(out))
+    assert build_bundle.measure(ENTRY, "cpu") == saved.measurements
+    (kept,) = build_bundle.end_block()
+    assert kept["entry"] == ENTRY and len(kept["measurements"]) == len(saved.measurements)
+    monkeypatch.undo()
+
+    data = json.loads(out.read_text())
+    for change in ({"quick": True}, {"device_name": "Another CPU"}):
+        other = json.loads(json.dumps(data))
+        if "quick" in change:
+            other["provenance"]["suite"]["quick"] = True
+        else:
+            other["provenance"]["device_name"] = change["device_name"]
+        path = tmp_path / "other.json"
+        path.write_text(json.dumps(other))
+        monkeypatch.setenv(build_bundle.REUSE_ENV, str(path))
+        fresh = build_bundle.measure(ENTRY, "cpu")  # measured here: not this run's bundle
+        assert fresh != saved.measurements
+        build_bundle.end_block()
+    path.write_text("{}")
+    with pytest.raises(ValueError, match=f"^{build_bundle.REUSE_ENV}: "):
+        build_bundle.measure(ENTRY, "cpu")
+    build_bundle.end_block()

@@ -26,7 +26,7 @@ def test_the_dry_run_prints_the_plan_and_runs_nothing(monkeypatch, capsys):
         assert f"{name:<11} {bound:>4} s" in out
     assert "GPULESSON_REQUIRE_DEVICE=cuda" in out and "mkdocs build --strict -d" in out
     assert "measure --device cuda --out " in out and "results/reference/<device>-" in out
-    assert "renders results/reference/" in out
+    assert "GPULESSON_MEASURED_BUNDLE=" in out and "instead of measuring again" in out
     assert "Bound on the whole run: 465 s (under 480 s)." in out
     assert "Python packages of pyproject.toml" in out
 

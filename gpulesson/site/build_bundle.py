@@ -24,6 +24,12 @@ measured (on any page) gets those measurements back without running anything, an
 execution cache records the read as a dependency (``measured:<device>/<entry>`` with the
 measurements' hash), so the block runs again when they change.
 
+A machine that has just run the whole suite (``gpulesson measure --out b.json``, full size)
+need not measure again to build: with ``GPULESSON_MEASURED_BUNDLE=b.json`` set,
+:func:`measure` takes an entry's rows from that bundle when it was measured on this
+device of this machine (same device type and name, not ``--quick``), and runs only what
+the bundle lacks. The GPU evidence run (``tests/benchmarks/gpu_evidence.py``) builds so.
+
 >>> begin_block({"cpu/x": {"device": "cpu", "entry": "x", "wall_s": 0.0,
 ...                        "measurements": [], "skipped": []}})
 >>> measure("x", "cpu")
@@ -39,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +59,7 @@ DEVICES = ("cuda", "mps", "cpu")  # the first one measured names build-bundle.js
 
 log = logging.getLogger("mkdocs.plugins.gpulesson.site.build_bundle")
 
+REUSE_ENV = "GPULESSON_MEASURED_BUNDLE"
 DEPENDENCY = "measured:"  # the prefix of a cache dependency on another block's measurements
 
 # In the worker: what the running block measured, what the build had measured before it,
@@ -137,7 +145,8 @@ def measure(entry: str, device: str) -> tuple[Measurement, ...]:
     context = suite.Context(device=suite.Device.this(device), quick=False)
     if not chosen.applies(context.device):
         raise ValueError(f"suite entry {entry!r} does not run on {device}: it needs {chosen.needs}")
-    result = suite.run_suite(context, (chosen,))
+    reused = measured_before(entry, context.device, os.environ.get(REUSE_ENV, ""))
+    result = reused if reused is not None else suite.run_suite(context, (chosen,))
     if result.errors:
         raise RuntimeError(f"suite entry {entry!r} failed on {device}: {result.errors[0].reason}")
     _block.append(
@@ -150,6 +159,38 @@ def measure(entry: str, device: str) -> tuple[Measurement, ...]:
         }
     )
     return result.measurements
+
+
+def measured_before(entry: str, device: Any, path: str) -> Any:
+    """The suite's result for ``entry`` from the full-size bundle at ``path`` when it was
+    measured on ``device`` (a :class:`~gpulesson.results.suite.Device`: same type and
+    name); None when there is no path, the bundle is another machine's or a ``--quick``
+    run's, or it lacks the entry. A bundle that does not load raises its one-line error.
+    """
+    from gpulesson.results import suite
+
+    if not path:
+        return None
+    try:
+        found = bundle_module.load(path)
+    except ValueError as error:
+        raise ValueError(f"{REUSE_ENV}: {error}") from None
+    p = found.provenance
+    same_machine = p.device_type == device.type and p.device_name == _device_name(device)
+    rows = tuple(m for m in found.measurements if m.entry == entry)
+    if not same_machine or p.suite.quick or entry not in p.suite.entries or not rows:
+        return None
+    skipped = tuple(s for s in found.skipped if s.entry == entry)
+    return suite.SuiteResult(rows, skipped, (), (entry,), 0.0)
+
+
+def _device_name(device: Any) -> str:
+    """The name a bundle's provenance gives ``device`` (the CPU model on a CPU)."""
+    if device.type == "cuda":
+        return str(device.name)
+    from gpulesson.probe import probe
+
+    return probe().cpu_model
 
 
 # --- in the build process ----------------------------------------------------------------

@@ -13,8 +13,12 @@ step that fails:
 2. ``gpulesson probe --json``: the device, whose datasheet id (or name) names the bundle;
 3. ``gpulesson measure --out results/reference/<device>-<date>.json``: the bundle is saved
    before anything else runs;
-4. ``GPULESSON_REQUIRE_DEVICE=cuda mkdocs build --strict`` into a temporary folder: the
-   site renders from ``results/reference/``, so from the bundle step 3 wrote;
+4. ``GPULESSON_REQUIRE_DEVICE=cuda mkdocs build --strict`` into a temporary folder, with
+   ``GPULESSON_MEASURED_BUNDLE`` naming the bundle step 3 wrote: the lessons take their GPU
+   rows from it (:mod:`gpulesson.site.build_bundle`) instead of measuring them a second
+   time (a ``--quick`` bundle is not reused: the build then measures full size itself);
+   the site, with its ``build-bundle.json`` and ``build-record.json``, stays in the run's
+   folder beside the log;
 5. ``pytest tests -m gpu``;
 
 then writes one log file (every step's command, output, exit status and time) and prints
@@ -186,9 +190,9 @@ def plan(bundle: Path, site_dir: Path, quick: bool = False) -> tuple[Step, ...]:
             name="build",
             command=(python, "-m", "mkdocs", "build", "--strict", "-d", str(site_dir)),
             timeout_s=150,
-            env={"GPULESSON_REQUIRE_DEVICE": "cuda"},
-            why="the strict site build on the GPU; it renders results/reference/, so from "
-            "the bundle the measure step wrote",
+            env={"GPULESSON_REQUIRE_DEVICE": "cuda", "GPULESSON_MEASURED_BUNDLE": str(bundle)},
+            why="the strict site build on the GPU; its lessons read the GPU rows of the "
+            "bundle the measure step wrote (results/reference/) instead of measuring again",
         ),
         Step(
             name="pytest-gpu",
