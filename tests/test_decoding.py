@@ -350,7 +350,7 @@ def test_a_measured_bundle_gives_the_page_its_gpu_rows_back(run_cli, tmp_path, m
     result = run_cli("measure", "--quick", "--device", "cpu", "--only", "decode", "--out", str(out))
     assert result.returncode == 0, result.stderr
     bundle = load(out)  # schema, consistency and plausibility checked
-    sweep = entries_decode.sweep_from_bundle(bundle)
+    sweep = entries_decode.sweep_from_measurements(bundle.measurements)
     assert sweep is not None and [r.batch for r in sweep.rows] == [1, 3]
     assert "| 3 |" in course_decoding.decode_markdown(sweep)
 

@@ -266,8 +266,7 @@ def test_a_page_reads_a_bundle_s_rows_and_names_the_ones_it_lacks():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA machine measures its own rows")
 def test_a_cpu_build_without_a_bundle_has_no_gpu_rows():
     assert entries_feeding.rows_named((), entries_feeding.COPY_ROWS) == ()
-    assert entries_feeding.gpu_alignment(None) == []
-    assert entries_feeding.gpu_alignment(load(FIXTURE)) == []  # the fixture has no such rows
+    assert entries_feeding.alignment_comparisons(load(FIXTURE).measurements) == []  # none there
 
 
 @pytest.mark.gpu

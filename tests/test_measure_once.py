@@ -26,7 +26,6 @@ MEASURING = {
     "compare_devices",
     "find_syncs",
     "first_block_saved",
-    "gpu_alignment",
     "gpu_mfu",
     "gpu_sweep",
     "matmul_errors",

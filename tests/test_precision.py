@@ -302,7 +302,7 @@ def test_an_fp16_step_reports_its_scaler():
 
 
 def test_gpu_rows_with_no_bundle_render_as_a_note_naming_the_measurements():
-    assert gpu.from_bundle(None, gpu.STEP) == ()
+    assert gpu.from_measurements((), gpu.STEP, this_build=False) == ()
     text = gpu_markdown((), gpu.STEP, "training step")
     assert "needs a GPU" in text and "`amp_step.bf16`" in text
 
@@ -311,7 +311,7 @@ def test_gpu_rows_come_from_a_bundle_with_their_speedups():
     from gpulesson.results.bundle import load
 
     bundle = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
-    rows = gpu.from_bundle(bundle, gpu.SPEED)
+    rows = gpu.from_measurements(bundle.measurements, gpu.SPEED, this_build=False)
     assert {r.name for r in rows} == {"matmul_peak.fp32", "matmul_peak.bf16"}
     published = gpu.page_facts(rows)
     fp32 = bundle.measurement("matmul_peak.fp32").value
@@ -330,7 +330,8 @@ def test_gpu_rows_rebuilt_from_this_builds_measurements_say_so():
     assert [r.name for r in rows] == ["matmul_peak.fp32", "matmul_peak.bf16"]  # SPEED's order
     assert {r.source for r in rows} == {"this build"}
     assert rows == tuple(
-        dataclasses.replace(r, source="this build") for r in gpu.from_bundle(bundle, gpu.SPEED)
+        dataclasses.replace(r, source="this build")
+        for r in gpu.from_measurements(bundle.measurements, gpu.SPEED, this_build=False)
     )
     assert "this build's GPU" in gpu_markdown(rows, gpu.SPEED, "matmul")
     assert gpu.from_measurements((), gpu.SPEED, this_build=True) == ()

@@ -12,7 +12,7 @@ Each figure carries its suite measurement name, so a fact published from it has 
 same name whichever way it came (``mp.`` plus the name with dots as underscores:
 :func:`fact_name`).
 
->>> from_bundle(None, SPEED)
+>>> from_measurements((), SPEED, this_build=False)
 ()
 >>> fact_name("matmul_peak.tf32")
 'mp.matmul_peak_tf32'
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gpulesson.results.bundle import Bundle, Measurement
+from gpulesson.results.bundle import Measurement
 
 # Suite measurement name -> what the row is.
 SPEED: dict[str, str] = {
@@ -87,13 +87,6 @@ def from_measurements(
         for name, label in names.items()
         if name in by_name
     )
-
-
-def from_bundle(bundle: Bundle | None, names: Mapping[str, str]) -> tuple[GpuFigure, ...]:
-    """The bundle's measurements among ``names`` (name -> label); those it lacks are left out."""
-    if bundle is None:
-        return ()
-    return from_measurements(bundle.measurements, names, this_build=False)
 
 
 # Derived facts: (fact, numerator measurement, denominator measurement, unit).

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 
 from gpulesson.memory.gpt2 import GPT2Config
-from gpulesson.results.bundle import Bundle, Measurement, Skipped
+from gpulesson.results.bundle import Measurement, Skipped
 from gpulesson.results.measurements import op_result, throughput
 from gpulesson.results.suite import Context, SuiteEntry
 from gpulesson.timing.decode import (
@@ -170,11 +170,6 @@ def sweep_from_measurements(measurements: Sequence[Measurement]) -> DecodeSweep 
         bandwidths=tuple(op_result(m, "copy", flops=0) for m in readings),
         peak=op_result(mm, mm.label.split(",")[0], bytes_moved=0),
     )
-
-
-def sweep_from_bundle(bundle: Bundle) -> DecodeSweep | None:
-    """The decode sweep a result bundle holds, or None when it has no decode rows."""
-    return sweep_from_measurements(bundle.measurements)
 
 
 def run_decode(context: Context) -> list[Measurement | Skipped]:

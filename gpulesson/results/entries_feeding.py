@@ -38,10 +38,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gpulesson.results.bundle import Bundle, Measurement, Series, Skipped
+from gpulesson.results.bundle import Measurement, Series, Skipped
 from gpulesson.results.compare import Across, Sourced, across
 from gpulesson.results.measurements import seconds, single
-from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.results.suite import Context, SuiteEntry
 from gpulesson.timing.alignment import (
     GemmShape,
     ShapeComparison,
@@ -632,26 +632,6 @@ def copy_figures(rows: Sequence[Measurement]) -> dict[str, tuple[float, str]]:
 
 
 ALIGNMENT_KINDS = {"n": "square", "vocab": "vocab"}  # bundle row names -> headline kinds
-
-
-def gpu_alignment(
-    bundle: Bundle | None,
-) -> list[tuple[ShapeComparison, dict[str, tuple[float, str]]]]:
-    """The GPU's alignment comparisons: measured now on a CUDA build, else the bundle's.
-
-    One (comparison, headline figures) per dtype and kind found; empty on a CPU build
-    without a bundle, or with a bundle whose device has no such rows.
-    """
-    import torch
-
-    if torch.cuda.is_available():
-        context = Context(device=Device.this("cuda"), quick=False)
-        rows = [m for m in run_alignment(context) if isinstance(m, Measurement)]
-    elif bundle is not None and bundle.provenance.device_type == "cuda":
-        rows = list(bundle.measurements)
-    else:
-        return []
-    return [(c, figures) for _kind, c, figures in alignment_comparisons(rows)]
 
 
 # --- a page's view of a bundle -----------------------------------------------------------
