@@ -50,7 +50,7 @@ class _MarkdownFilesOnly:
     With ``--markdown-docs`` the plugin also imports every Python module and walks each of
     its classes and functions for fenced code in docstrings: about 10 s of every run here,
     and it finds none, because this project's docstring examples are doctests (a test in
-    ``test_layers.py`` keeps it so).
+    ``test_docstrings.py`` keeps it so).
     """
 
     @pytest.hookimpl(wrapper=True)

@@ -9,8 +9,10 @@ import statement and string constant), so a lazy import inside a function counts
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,37 @@ from tests.conftest import REPO
 PACKAGE = REPO / "gpulesson"
 SITE = PACKAGE / "site"
 LIBRARY = sorted(p for p in PACKAGE.rglob("*.py") if SITE not in p.parents)
+
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of a source file, parsed once however many rules here read it."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_the_parsed_trees() -> Iterator[None]:
+    # Held trees are hundreds of thousands of objects that every later garbage collection
+    # walks (pytest runs two full ones at exit), so they go when this module is done.
+    yield
+    parsed.cache_clear()
+
+
+#: A rule: what is wrong in one source file, as ``(line, what)`` pairs.
+Rule = Callable[[Path], list[tuple[int, str]]]
+
+
+def offences(paths: list[Path], rule: Rule, root: Path = REPO) -> list[str]:
+    """``file:line: what`` for everything ``rule`` finds in ``paths``, sorted by file and
+    then line, so one failure shows every offender."""
+    found = sorted(
+        {(p.relative_to(root).as_posix(), line, what) for p in paths for line, what in rule(p)}
+    )
+    return [f"{name}:{line}: {what}" for name, line, what in found]
+
+
+def report(title: str, found: list[str]) -> str:
+    return f"{title}:\n" + "\n".join(found)
 
 
 def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
@@ -38,10 +71,15 @@ def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def names_docs_folder(tree: ast.AST) -> list[int]:
-    """Lines with a string constant that is the lessons' folder (``docs`` or ``docs/...``)."""
+def names_docs_folder(tree: ast.AST) -> list[tuple[int, str]]:
+    """Each string constant that is the lessons' folder (``docs`` or ``docs/...``), with
+    its line.
+
+    >>> names_docs_folder(ast.parse("a = 'docs'\\nb = 'docs/x.md'\\nc = 'documents'"))
+    [(1, 'docs'), (2, 'docs/x.md')]
+    """
     return [
-        node.lineno
+        (node.lineno, node.value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
@@ -54,21 +92,29 @@ def test_the_library_is_most_of_the_package():
     assert not any(SITE in p.parents for p in LIBRARY)
 
 
-@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(REPO)))
-def test_nothing_outside_site_imports_it(path: Path):
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    bad = [
-        (line, name)
-        for line, name in imported_modules(tree)
+def site_imports(path: Path) -> list[tuple[int, str]]:
+    return [
+        (line, f"imports {name}")
+        for line, name in imported_modules(parsed(path))
         if name == "gpulesson.site" or name.startswith("gpulesson.site.")
     ]
-    assert not bad, f"{path.relative_to(REPO)} imports the site machinery: {bad}"
 
 
-@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: str(p.relative_to(REPO)))
-def test_the_library_never_reads_the_docs_folder(path: Path):
-    lines = names_docs_folder(ast.parse(path.read_text(encoding="utf-8")))
-    assert not lines, f"{path.relative_to(REPO)} names docs/ on lines {lines}"
+def docs_folder_names(path: Path) -> list[tuple[int, str]]:
+    return [
+        (line, f"names the docs/ folder: {value!r}")
+        for line, value in names_docs_folder(parsed(path))
+    ]
+
+
+def test_nothing_outside_site_imports_it():
+    found = offences(LIBRARY, site_imports)
+    assert not found, report("library modules that import the site machinery", found)
+
+
+def test_the_library_never_reads_the_docs_folder():
+    found = offences(LIBRARY, docs_folder_names)
+    assert not found, report("library modules that name the docs/ folder", found)
 
 
 def test_the_checks_catch_what_they_look_for():
@@ -80,7 +126,7 @@ def test_the_checks_catch_what_they_look_for():
         "gpulesson.site.claims",
         "gpulesson.site.facts",
     ]
-    assert names_docs_folder(bad) == [4]
+    assert names_docs_folder(bad) == [(4, "docs")]
 
 
 def test_mkdocs_loads_its_hooks_from_the_site_package():
@@ -149,7 +195,7 @@ def markdown_functions(tree: ast.AST) -> list[str]:
 
 
 def _used_by(paths: list[Path]) -> set[tuple[str, str]]:
-    return set().union(*(names_used(ast.parse(p.read_text(encoding="utf-8"))) for p in paths))
+    return set().union(*(names_used(parsed(p)) for p in paths))
 
 
 def test_topic_packages_render_no_lesson_markdown():
@@ -159,7 +205,7 @@ def test_topic_packages_render_no_lesson_markdown():
     offenders = [
         f"{path.relative_to(REPO)}: {name}"
         for path in TOPIC
-        for name in markdown_functions(ast.parse(path.read_text(encoding="utf-8")))
+        for name in markdown_functions(parsed(path))
         if (_dotted(path), name) not in allowed and (_dotted(path), name) not in NOT_LESSON_MARKDOWN
     ]
     assert not offenders, (
@@ -168,11 +214,17 @@ def test_topic_packages_render_no_lesson_markdown():
     )
 
 
-@pytest.mark.parametrize("path", TOPIC, ids=lambda p: str(p.relative_to(REPO)))
-def test_topic_packages_never_import_the_course(path: Path):
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    bad = [(line, n) for line, n in imported_modules(tree) if n.startswith("gpulesson.course")]
-    assert not bad, f"{path.relative_to(REPO)} imports a lesson's module: {bad}"
+def course_imports(path: Path) -> list[tuple[int, str]]:
+    return [
+        (line, f"imports {name}")
+        for line, name in imported_modules(parsed(path))
+        if name.startswith("gpulesson.course")
+    ]
+
+
+def test_topic_packages_never_import_the_course():
+    found = offences(TOPIC, course_imports)
+    assert not found, report("topic modules that import a lesson's module", found)
 
 
 def lesson_order() -> list[str]:
@@ -227,30 +279,38 @@ def test_lessons_import_their_own_or_earlier_course_modules():
     assert modules <= set(order), f"course modules named after no lesson: {modules - set(order)}"
 
 
-def measuring(tree: ast.AST) -> list[str]:
-    """What in a source measures: an imported ``measure_*`` function, a call of the clock
-    or of a CUDA barrier, or ``torch.utils.benchmark``."""
+def measuring(tree: ast.AST) -> list[tuple[int, str]]:
+    """What in a source measures, with its line: an imported ``measure_*`` function, a
+    call of the clock or of a CUDA barrier, or ``torch.utils.benchmark``."""
     found = [
-        name for _, name in imported_modules(tree) if name.rsplit(".", 1)[-1].startswith("measure_")
+        (line, name)
+        for line, name in imported_modules(tree)
+        if name.rsplit(".", 1)[-1].startswith("measure_")
     ]
-    found += [n for _, n in imported_modules(tree) if n.startswith("torch.utils.benchmark")]
+    found += [
+        (line, n) for line, n in imported_modules(tree) if n.startswith("torch.utils.benchmark")
+    ]
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             text = ast.unparse(node)
             if text in MEASURING_CALLS or text.startswith("torch.utils.benchmark"):
-                found.append(text)
+                found.append((node.lineno, text))
     return found
 
 
 RENDERING = sorted(COURSE.glob("*.py")) + sorted(SITE.glob("*.py"))
 
 
-@pytest.mark.parametrize("path", RENDERING, ids=lambda p: str(p.relative_to(REPO)))
-def test_the_course_and_the_site_do_not_measure(path: Path):
-    found = measuring(ast.parse(path.read_text(encoding="utf-8")))
+def measurements(path: Path) -> list[tuple[int, str]]:
+    found = measuring(parsed(path))
     if path.parent == SITE and path.name in TIMES_THE_BUILD:
-        found = [f for f in found if f != "time.perf_counter"]
-    assert not found, f"{path.relative_to(REPO)} measures: {found}"
+        found = [(line, f) for line, f in found if f != "time.perf_counter"]
+    return [(line, f"measures: {f}") for line, f in found]
+
+
+def test_the_course_and_the_site_do_not_measure():
+    found = offences(RENDERING, measurements)
+    assert not found, report("course and site modules that measure", found)
 
 
 def test_the_room_checks_catch_what_they_look_for():
@@ -272,8 +332,36 @@ def test_the_room_checks_catch_what_they_look_for():
         "from torch.utils.benchmark import Timer\n"
     )
     assert sorted(measuring(busy)) == [
-        "gpulesson.timing.launch.measure_launch_overhead",
-        "time.perf_counter",
-        "torch.cuda.synchronize",
-        "torch.utils.benchmark.Timer",
+        (2, "gpulesson.timing.launch.measure_launch_overhead"),
+        (3, "time.perf_counter"),
+        (4, "torch.cuda.synchronize"),
+        (5, "torch.utils.benchmark.Timer"),
     ]
+
+
+def test_each_rule_reports_every_offender_in_one_sorted_list(tmp_path: Path):
+    (tmp_path / "pkg").mkdir()
+    late, early, clean = tmp_path / "pkg" / "late.py", tmp_path / "early.py", tmp_path / "ok.py"
+    late.write_text(
+        "import gpulesson.site\n" + "\n" * 8 + "from gpulesson.course import timing\n"
+        "from gpulesson.site.claims import claim\nROOT = 'docs'\nt = time.perf_counter()\n"
+    )
+    early.write_text("x = 1\nimport gpulesson.course.why_gpus\n'docs/lessons'\n")
+    clean.write_text("import gpulesson.probe\nname = 'documents'\n")
+    paths = sorted([late, early, clean])
+    assert offences(paths, site_imports, tmp_path) == [
+        "pkg/late.py:1: imports gpulesson.site",
+        "pkg/late.py:11: imports gpulesson.site.claims.claim",
+    ]
+    assert offences(paths, docs_folder_names, tmp_path) == [
+        "early.py:3: names the docs/ folder: 'docs/lessons'",
+        "pkg/late.py:12: names the docs/ folder: 'docs'",
+    ]
+    assert offences(paths, course_imports, tmp_path) == [
+        "early.py:2: imports gpulesson.course.why_gpus",
+        "pkg/late.py:10: imports gpulesson.course.timing",
+    ]
+    assert offences(paths, measurements, tmp_path) == [
+        "pkg/late.py:13: measures: time.perf_counter"
+    ]
+    assert "\nearly.py:2: " in report("why", offences(paths, course_imports, tmp_path))
