@@ -3,9 +3,9 @@
 Markers (registered in pyproject.toml) are set here from where a test lives and what it
 uses, so ``pytest -m "not browser and not site and not notebooks"`` is the fast inner loop:
 
-* ``site``: the test uses the strictly built site (``built_site``), builds one itself, or
-  runs a lesson page's executed blocks (the Python fences of ``docs/`` through
-  pytest-markdown-docs, and the per-lesson page tests): the strict build runs them too;
+* ``site``: the test uses the strictly built site (``built_site``: the per-lesson page
+  tests read what its blocks showed), builds one itself, or runs a lesson's blocks (a
+  Python fence of ``docs/`` run alone, a page test running a block under a stub);
 * ``browser``: the test drives Chromium (``tests/test_*browser*.py``);
 * ``notebooks``: the test executes the companion notebooks (checks of their text are fast
   and stay in the loop);
@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: Tests that run ``mkdocs build`` themselves (a fixture site, or the course until it fails).
 _SLOW_BUILD_TESTS = ("test_a_real_build_", "test_require_cuda_fails_")
-#: Test modules that run a lesson page's executed blocks in order (claims, quiz answers).
+#: Test modules about one lesson page (they read the build, and run blocks under stubs).
 _PAGE_MODULES = ("_page", "_lesson", "_lessons_quizzes")
 DOCS = REPO / "docs"
 

@@ -3,8 +3,10 @@
 The build runs a page's ``python exec="on"`` blocks in order in one namespace per block,
 with the page's facts (:mod:`gpulesson.site.facts`) carried from block to block, and
 evaluates its ``claim`` and ``describe`` blocks (:mod:`gpulesson.site.claim_fence`) where
-they stand. These helpers do the same in the test process, so a test reads each block's
-Markdown, the page's facts and the claims they checked.
+they stand. The strict build (the ``built_site`` fixture) records what every block showed
+and published; a page test reads that record (:func:`built_page`, :func:`page_fixture`)
+instead of running the lesson again, and runs a block itself (:func:`run_block`,
+:func:`run_claims_after`) only where it changes what the block sees (a stub, a changed fact).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import io
 import json
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulesson.site import block_outputs, build_bundle, claim_fence, claims, facts
+import pytest
+
+from gpulesson.site import block_outputs, build_bundle, claim_fence, claims, content, facts
 from tests.conftest import REPO
 
 LESSONS = REPO / "docs" / "lessons"
@@ -153,6 +157,69 @@ def built_page(site: Path, stem: str) -> PageRun:
     facts.begin_page(page)
     facts.restore(published)
     return PageRun(dict(shown[page]), made, dict(facts.page_facts(page)))
+
+
+def page_fixture(stem: str):
+    """A module-scoped fixture named ``page``: :func:`built_page` of lesson ``stem``.
+
+    In a page test module, ``page = page_fixture(STEM)``; each test then reads
+    ``page.printed``, ``page.claims``, ``page.facts`` (or ``page.values()``) as the strict
+    build left them. The page's facts stay restored for the module's tests (a quiz reads
+    them) and are reset, with the content cache, after the last one.
+    """
+
+    @pytest.fixture(scope="module", name="page")
+    def _page(built_site: Path) -> Iterator[PageRun]:
+        run = built_page(built_site, stem)
+        yield run
+        facts.reset()
+        content.reset()
+
+    return _page
+
+
+def fences_after(stem: str, block_id: str) -> list[str]:
+    """The ids of the ``claim``/``describe`` blocks that follow python block ``block_id``,
+    up to the next python block (``claim-N``, ``describe-N``), in page order."""
+    blocks = page_blocks(stem)
+    start = next(i for i, b in enumerate(blocks) if b[0] == "python" and b[1] == block_id)
+    ids = []
+    for kind, fence_id, _, _ in blocks[start + 1 :]:
+        if kind == "python":
+            break
+        ids.append(fence_id)
+    return ids
+
+
+def claims_by_block(run: PageRun, stem: str) -> dict[str, list[claims.Claim]]:
+    """The claims of a page run by the block that made them: a python block's id (a block
+    that states claims itself, e.g. through ``gpu_rows``) or a ``claim-N`` block's.
+
+    The claims are numbered in page order, so each ``claim`` block takes the next claim and
+    each python block the claims recorded under its id.
+    """
+    made = sorted(run.claims, key=lambda c: c.number)
+    found: dict[str, list[claims.Claim]] = {}
+    i = 0
+    for kind, block_id, _, _ in page_blocks(stem):
+        mine = found.setdefault(block_id, [])
+        if kind == "python":
+            while i < len(made) and made[i].block_id == block_id:
+                mine.append(made[i])
+                i += 1
+        elif kind == "claim":
+            assert i < len(made), f"{stem}: {block_id} made no claim in the record"
+            mine.append(made[i])
+            i += 1
+    assert i == len(made), f"{stem}: claims left over: {[c.rule for c in made[i:]]}"
+    return found
+
+
+def claims_after(run: PageRun, stem: str, block_id: str) -> list[claims.Claim]:
+    """The claims python block ``block_id`` and the ``claim`` blocks after it made, in order
+    (what :func:`run_claims_after` following :func:`run_block` would make)."""
+    by_block = claims_by_block(run, stem)
+    return [c for b in (block_id, *fences_after(stem, block_id)) for c in by_block[b]]
 
 
 def run_claims_after(stem: str, block_id: str) -> list[str]:

@@ -8,6 +8,7 @@ These tests read that record, the one fixture for every lesson's claims.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from gpulesson.site import claims, facts
 
 REPO = Path(__file__).resolve().parent.parent
 LESSONS = REPO / "docs" / "lessons"
+ALL_LESSONS = sorted(p.stem for p in LESSONS.glob("*.md"))
 _PUBLISH = re.compile(r"\bfacts\.publish\((?P<args>[^()]*(?:\([^()]*\)[^()]*)*)\)", re.S)
 
 
@@ -40,6 +42,32 @@ def test_every_checked_claim_can_fail_and_rests_on_a_measured_or_published_fact(
         if not {c["kinds"][n] for n in claims.fact_names(c["rule"])} & set(claims.INDEPENDENT)
     ]
     assert alone == []
+
+
+@pytest.mark.parametrize("stem", ALL_LESSONS)
+def test_every_claim_of_every_lesson_can_fail_and_has_a_finite_flip_margin(record, stem):
+    """Each claim the build made on the page, named ``page#number`` when it fails.
+
+    The claims are only known once the build has run, after collection, so the test is
+    parametrised by lesson (every one, not only those with page tests) and checks each of
+    the page's claims in the record; a claim a GPU build checks (``not_checked`` here) has
+    no margin on this build but must still be able to fail.
+    """
+    page = f"lessons/{stem}.md"
+    assert {c["page"] for c in record["claims"]} <= {f"lessons/{s}.md" for s in ALL_LESSONS}
+    made = [claims.Claim(**c) for c in record["claims"] if c["page"] == page]
+    if "```claim" in (LESSONS / f"{stem}.md").read_text(encoding="utf-8"):
+        assert made, f"{page} states claims but the record holds none"
+    wrong = {}
+    for c in made:
+        why = [] if claims.can_fail(c) else ["cannot fail"]
+        if c.status != claims.NOT_CHECKED and not (
+            c.flip_margin is not None and math.isfinite(c.flip_margin)
+        ):
+            why.append(f"flip margin {c.flip_margin}")
+        if why:
+            wrong[f"{page}#{c.number}"] = (c.rule, why)
+    assert wrong == {}
 
 
 def test_every_margin_recomputes_from_the_recorded_numbers(record):

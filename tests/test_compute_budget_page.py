@@ -1,7 +1,7 @@
 """The compute-budget lesson: its blocks run, every claim holds and can fail, the quiz reads them.
 
-The blocks run in page order as the build runs them (one page, shared facts); the GPU
-block finds no GPU and no reference bundle here, so its claim is "not checked". The
+The tests read what the strict build's run of the blocks left (``tests/lesson_blocks.py``);
+the GPU block finds no GPU and no reference bundle here, so its claim is "not checked". The
 plan's hours, costs and memory are arithmetic on datasheets, an assumed MFU and example
 prices: they are described from the facts, never called checked.
 """
@@ -12,21 +12,15 @@ import pytest
 
 from gpulesson.memory.compute import plan_training, training_flops
 from gpulesson.results import datasheets
-from gpulesson.site import claims, content, facts, quizzes
+from gpulesson.site import claims, facts, quizzes
 from tests.conftest import REPO
-from tests.lesson_blocks import run_page
+from tests.lesson_blocks import page_fixture
 
 STEM = "compute-budget"
 PAGE = REPO / "docs" / "lessons" / f"{STEM}.md"
 
 
-@pytest.fixture(scope="module")
-def page():
-    """Run the page once; yield each block's Markdown and the page's claims and facts."""
-    run = run_page(STEM)
-    yield run.printed, run.claims, run.values()
-    facts.reset()
-    content.reset()
+page = page_fixture(STEM)
 
 
 def _described(printed: dict[str, str]) -> str:
@@ -34,8 +28,8 @@ def _described(printed: dict[str, str]) -> str:
 
 
 def test_every_block_has_an_id_with_the_lesson_prefix_and_prints(page):
-    printed, _, _ = page
-    python = [b for b in printed if not b.startswith(("claim-", "describe-"))]
+    printed = page.printed
+    python = [b for b in printed if not b.startswith(("claim-", "describe-", "quiz-"))]
     assert len(python) >= 11
     assert all(block_id.startswith("compute-") for block_id in python)
     assert all(out.strip() for out in printed.values())
@@ -43,7 +37,7 @@ def test_every_block_has_an_id_with_the_lesson_prefix_and_prints(page):
 
 
 def test_every_claim_holds_or_waits_for_a_gpu_and_could_fail(page):
-    _, found, _ = page
+    found = page.claims
     assert len(found) >= 10
     assert [c.text for c in found if c.status in (claims.FAILS, claims.NOT_SHOWN)] == []
     unchecked = [c for c in found if c.status == claims.NOT_CHECKED]
@@ -54,7 +48,7 @@ def test_every_claim_holds_or_waits_for_a_gpu_and_could_fail(page):
 
 
 def test_the_teaching_claims_set_a_count_or_a_timing_against_an_independent_figure(page):
-    _, found, _ = page
+    found = page.claims
     teaching = [c for c in found if c.teaching]
     assert len(teaching) == 3  # 6ND against the counter, attention's term, step against matmul
     for c in teaching:
@@ -65,7 +59,7 @@ def test_the_teaching_claims_set_a_count_or_a_timing_against_an_independent_figu
 
 
 def test_the_plan_s_figures_are_arithmetic_so_no_claim_reads_them(page):
-    _, found, _ = page
+    found = page.claims
     plan = ("plan_", "left_", "memory_", "chinchilla_")
     read = [n for c in found for n in claims.fact_names(c.rule)]
     assert [n for n in read if n.removeprefix("compute.").startswith(plan)] == []
@@ -76,7 +70,7 @@ def test_the_plan_s_figures_are_arithmetic_so_no_claim_reads_them(page):
 
 
 def test_the_page_publishes_6nd_and_the_count_side_by_side(page):
-    _, _, values = page
+    values = page.values()
     assert values["compute.step_six_nd_flops"] == 6 * 3_716_608 * 256
     ratio = values["compute.step_counted_flops"] / values["compute.step_six_nd_flops"]
     assert values["compute.step_ratio"] == pytest.approx(ratio)
@@ -84,19 +78,19 @@ def test_the_page_publishes_6nd_and_the_count_side_by_side(page):
 
 
 def test_the_gpu_block_says_which_rows_need_a_gpu(page):
-    printed, _, _ = page
+    printed = page.printed
     assert "need a CUDA GPU" in printed["compute-mfu-gpu"]
 
 
 def test_the_plan_table_labels_the_rates_as_examples(page):
-    printed, _, _ = page
+    printed = page.printed
     table = printed["compute-plan"]
     assert "example rate ($/GPU-hour)" in table and "not quotes" in table
     assert "| no example rate | — |" in table  # the H100 has none, so no invented cost
 
 
 def test_the_quiz_asks_for_the_hours_the_page_computed(page):
-    _, _, values = page
+    values = page.values()
     written = quizzes.questions(STEM)
     filled = quizzes.page_questions(STEM, values)
     (question,) = [q for q, w in zip(filled, written, strict=True) if w.facts]
@@ -116,7 +110,7 @@ def quizzes_about(x: float) -> str:
 
 
 def test_the_t4_option_shows_how_little_memory_zero3_leaves_each_card(page):
-    printed, found, values = page
+    printed, found, values = page.printed, page.claims, page.values()
     t4 = datasheets.get("t4")
     assert values["compute.plan_state_gb"] == pytest.approx(16 * 7e9 / 1e9)
     assert values["compute.plan_state_per_gpu_gb"] == pytest.approx(16 * 7e9 / 8 / 1e9)
@@ -129,7 +123,7 @@ def test_the_t4_option_shows_how_little_memory_zero3_leaves_each_card(page):
 
 
 def test_the_cost_sentence_says_it_rests_on_the_example_rates_and_one_mfu(page):
-    printed, found, _ = page
+    printed, found = page.printed, page.claims
     (sentence,) = [s for s in _described(printed).splitlines() if "times the cheapest" in s]
     assert "costs about the same everywhere" not in sentence
     assert "one assumed MFU" in sentence and "example rates" in sentence
@@ -137,7 +131,7 @@ def test_the_cost_sentence_says_it_rests_on_the_example_rates_and_one_mfu(page):
 
 
 def test_no_cpu_share_exceeds_the_share_of_the_measured_matmul(page):
-    printed, found, values = page
+    printed, found, values = page.printed, page.claims, page.values()
     assert values["compute.cpu_top_share"] < 1
     step_over_matmul = values["compute.cpu_step_gflops"] / values["compute.cpu_matmul_gflops"]
     assert values["compute.cpu_top_share"] == pytest.approx(step_over_matmul)

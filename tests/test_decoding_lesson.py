@@ -1,9 +1,10 @@
 """The decoding lesson: its blocks run, its claims hold and can fail, its quiz reads its numbers.
 
-The blocks run in page order as the build runs them (same page, same facts), the CPU
-decode sweep included (a few seconds). Claims about GPU figures must be "not checked" on
-this CPU build without a reference bundle; every other claim must hold and be able to fail.
-The datasheet bounds, cache sizes and reservations are arithmetic: described, not checked.
+The tests read what the strict build's run of the blocks left, the CPU decode sweep included
+(``tests/lesson_blocks.py``: each block's Markdown, the claims, the facts). Claims about GPU
+figures must be "not checked" on this CPU build without a reference bundle; every other
+claim must hold and be able to fail. The datasheet bounds, cache sizes and reservations are
+arithmetic: described, not checked.
 """
 
 from __future__ import annotations
@@ -12,33 +13,27 @@ import re
 
 import pytest
 
-from gpulesson.site import claims, content, facts, quizzes
+from gpulesson.site import claims, facts, quizzes
 from gpulesson.timing.decode import plan_for
 from tests.conftest import REPO
-from tests.lesson_blocks import run_page
+from tests.lesson_blocks import page_fixture
 
 STEM = "decoding"
 
 
-@pytest.fixture(scope="module")
-def page():
-    """Run every block once for the module; yield (printed Markdown by id, claims, facts)."""
-    run = run_page(STEM)
-    yield run.printed, run.claims, run.facts
-    facts.reset()
-    content.reset()
+page = page_fixture(STEM)
 
 
 def test_every_block_has_a_lesson_id_and_prints_something(page):
-    printed, _, _ = page
-    python = [b for b in printed if not b.startswith(("claim-", "describe-"))]
+    printed = page.printed
+    python = [b for b in printed if not b.startswith(("claim-", "describe-", "quiz-"))]
     assert len(python) >= 9
     assert all(block_id.startswith("decoding-") for block_id in python)
     assert all(out.strip() for out in printed.values())
 
 
 def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
-    _, made, _ = page
+    made = page.claims
     cpu = [c for c in made if c.needs is None]
     gpu = [c for c in made if c.needs is not None]
     assert len(cpu) >= 4 and len(gpu) >= 2
@@ -49,7 +44,7 @@ def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
 
 
 def test_the_teaching_claims_rest_on_the_measured_sweep(page):
-    _, made, values = page
+    made, values = page.claims, page.facts
     teaching = {c.rule: c for c in made if c.teaching}
     assert set(teaching) == {"decoding.b1_intensity < decoding.ridge", "decoding.gain > 2"}
     # batch 1's intensity is the model's arithmetic; the ridge is this machine's measurement
@@ -59,7 +54,7 @@ def test_the_teaching_claims_rest_on_the_measured_sweep(page):
 
 
 def test_the_arithmetic_is_described_not_checked(page):
-    printed, made, values = page
+    printed, made, values = page.printed, page.claims, page.facts
     read = {n for c in made for n in claims.fact_names(c.rule)}
     arithmetic = ("mla_groups", "overtake", "budget_gqa", "reserved", "h100_", "kv_share")
     assert [n for n in read if any(a in n for a in arithmetic)] == []
@@ -71,7 +66,7 @@ def test_the_arithmetic_is_described_not_checked(page):
 
 
 def test_without_a_gpu_the_page_says_which_rows_need_one(page, monkeypatch):
-    printed, _, _ = page
+    printed = page.printed
     import torch
 
     if torch.cuda.is_available():
@@ -82,7 +77,7 @@ def test_without_a_gpu_the_page_says_which_rows_need_one(page, monkeypatch):
 
 
 def test_the_measured_table_is_this_build_s_sweep(page):
-    printed, _, values = page
+    printed, values = page.printed, page.facts
     out = printed["decoding-measure"]
     for batch in plan_for("cpu").batches:
         assert re.search(rf"^\| {batch} \| ", out, re.M), batch
@@ -91,7 +86,7 @@ def test_the_measured_table_is_this_build_s_sweep(page):
 
 def test_the_quiz_predicts_the_bound_the_page_computed(page, monkeypatch):
     monkeypatch.chdir(REPO)
-    _, _, values = page
+    values = page.facts
     bound = (
         values["decoding.bandwidth_gbs"].value * 1e9 / (values["decoding.weight_mb"].value * 1e6)
     )

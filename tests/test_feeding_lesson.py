@@ -1,10 +1,11 @@
 """The feeding lesson: its blocks run, its claims hold and can fail, its quiz reads its numbers.
 
-The blocks run in page order as the build runs them (same page, same facts), the loader
-loop and the torch.compile of the chain included (seconds). Claims about GPU figures
-must be "not checked" on this CPU build without a reference bundle; every other claim
-must be able to fail, and must hold, except that a teaching claim about a timing may be
-"not shown on this build" (a shared machine's bad moment), which the page then says.
+The tests read what the strict build's run of the blocks left, the loader loop and the
+torch.compile of the chain included (``tests/lesson_blocks.py``); the GPU blocks run here
+again under a stubbed bundle or suite. Claims about GPU figures must be "not checked" on
+this CPU build without a reference bundle; every other claim must be able to fail, and must
+hold, except that a teaching claim about a timing may be "not shown on this build" (a shared
+machine's bad moment), which the page then says.
 """
 
 from __future__ import annotations
@@ -18,34 +19,28 @@ from gpulesson.results import entries_feeding
 from gpulesson.results.bundle import Bundle, load
 from gpulesson.results.compare import Sourced
 from gpulesson.results.measurements import single
-from gpulesson.site import claims, content, facts, gpu_figures, quizzes
+from gpulesson.site import claims, facts, gpu_figures, quizzes
 from gpulesson.timing.alignment import ShapeComparison, ShapeTiming, square_neighbours
 from tests.conftest import REPO
-from tests.lesson_blocks import exec_blocks, run_block, run_claims_after, run_page
+from tests.lesson_blocks import exec_blocks, page_fixture, run_block, run_claims_after
 
 STEM = "feeding"
 FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
 
 
-@pytest.fixture(scope="module")
-def page():
-    """Run every block once for the module; yield (printed Markdown by id, claims, facts)."""
-    run = run_page(STEM)
-    yield run.printed, run.claims, run.facts
-    facts.reset()
-    content.reset()
+page = page_fixture(STEM)
 
 
 def test_every_block_has_a_lesson_id_and_prints_something(page):
-    printed, _, _ = page
-    python = [b for b in printed if not b.startswith(("claim-", "describe-"))]
+    printed = page.printed
+    python = [b for b in printed if not b.startswith(("claim-", "describe-", "quiz-"))]
     assert len(python) >= 8 and len(printed) >= 20
     assert all(block_id.startswith("feeding-") for block_id in python)
     assert [b for b, out in printed.items() if not out.strip()] == []
 
 
 def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
-    printed, made, _ = page
+    printed, made = page.printed, page.claims
     cpu = [c for c in made if c.needs is None]
     gpu = [c for c in made if c.needs is not None]
     assert len(cpu) >= 9 and len(gpu) >= 5
@@ -62,7 +57,7 @@ def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
 
 
 def test_the_lesson_s_points_are_teaching_claims_on_measured_figures(page):
-    _, made, values = page
+    made, values = page.claims, page.facts
     teaching = {c.rule for c in made if c.teaching}
     assert {
         "feeding.idle_w0 >= 0.25",
@@ -83,7 +78,7 @@ def test_the_lesson_s_points_are_teaching_claims_on_measured_figures(page):
 
 
 def test_no_block_branches_on_a_claim_and_the_overhead_reads_interleaved_rounds(page):
-    printed, _, values = page
+    printed, values = page.printed, page.facts
     text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text(encoding="utf-8")
     assert "claim(" not in text and "gain_claim" not in text
     assert values["feeding.overhead_rounds"].value >= 5
@@ -93,7 +88,7 @@ def test_no_block_branches_on_a_claim_and_the_overhead_reads_interleaved_rounds(
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine measures the GPU rows itself")
 def test_without_a_gpu_the_page_says_which_rows_need_one(page):
-    printed, _, _ = page
+    printed = page.printed
     for block_id in ("feeding-copies", "feeding-graphs", "feeding-align-gpu"):
         assert "These rows need a CUDA GPU" in printed[block_id], block_id
     assert "`h2d.pinned`" in printed["feeding-copies"]
@@ -103,7 +98,7 @@ def test_without_a_gpu_the_page_says_which_rows_need_one(page):
 
 
 def test_the_tables_are_this_build_s_measurements(page):
-    printed, _, values = page
+    printed, values = page.printed, page.facts
     loader = printed["feeding-loader"]
     for label in (
         "0 workers (main process loads)",
@@ -121,7 +116,7 @@ def test_the_tables_are_this_build_s_measurements(page):
 
 def test_the_quiz_predicts_the_calls_the_compile_needs_to_pay_off(page, monkeypatch):
     monkeypatch.chdir(REPO)
-    _, _, values = page
+    values = page.facts
     breakeven = values["feeding.breakeven_calls"].value
     (question,) = [
         q

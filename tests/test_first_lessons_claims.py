@@ -2,8 +2,9 @@
 
 why-gpus, software-stack, where-to-run, timing and roofline state their checks as ``claim``
 blocks whose rules read a measured or published fact, and their arithmetic on quoted or
-example figures as ``describe`` blocks. Each test runs a lesson's blocks as the build does
-(``tests/lesson_blocks.py``) and reads the claims, facts and Markdown they left.
+example figures as ``describe`` blocks. Each test reads the claims, facts and Markdown the
+strict build's run of a lesson's blocks left (``tests/lesson_blocks.py``), or runs a
+block's claims itself on facts it sets, or runs pages under a stubbed reference bundle.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from gpulesson.site import claims, facts, gpu_figures
 from gpulesson.site.labs import card_rates
 from tests.conftest import REPO
-from tests.lesson_blocks import page_blocks, run_claims_after, run_page
+from tests.lesson_blocks import built_page, page_blocks, run_claims_after, run_page
 
 STEMS = ("why-gpus", "software-stack", "where-to-run", "timing", "roofline")
 LESSONS = REPO / "docs" / "lessons"
@@ -41,8 +42,8 @@ def test_no_python_block_states_a_claim(stem):
 
 
 @pytest.mark.parametrize("stem", ["why-gpus", "timing", "roofline"])
-def test_every_checked_claim_rests_on_a_measurement_and_teaching_claims_follow_it(stem):
-    run = run_page(stem)
+def test_every_checked_claim_rests_on_a_measurement_and_teaching_claims_follow_it(built_site, stem):
+    run = built_page(built_site, stem)
     fences = [options for kind, _, _, options in page_blocks(stem) if kind == "claim"]
     assert any(o.get("teaching") == "yes" for o in fences), f"{stem}: no teaching claim"
     checked = [c for c in run.claims if c.status != claims.NOT_CHECKED]
@@ -104,7 +105,7 @@ def test_gpu_claims_hold_on_each_reference_bundle_with_a_margin_noise_cannot_cro
     reads = gpu_figures.gpu_measurements
     monkeypatch.setattr(gpu_figures, "gpu_measurements", functools.partial(reads, root=tmp_path))
     checked = []
-    for stem in ("timing", "roofline", "why-gpus"):
+    for stem in ("timing", "roofline", "why-gpus"):  # run under the stub: not the build's pages
         run = run_page(stem)
         checked += [c for c in run.claims if c.needs == "cuda" and c.status != "not_checked"]
     assert len(checked) >= 6
@@ -112,8 +113,8 @@ def test_gpu_claims_hold_on_each_reference_bundle_with_a_margin_noise_cannot_cro
     assert min(c.flip_margin for c in checked) >= 0.05, [(c.rule, c.flip_margin) for c in checked]
 
 
-def test_where_to_run_answers_exercise_2_from_the_example_rates():
-    run = run_page("where-to-run")
+def test_where_to_run_answers_exercise_2_from_the_example_rates(built_site):
+    run = built_page(built_site, "where-to-run")
     values = run.values()
     assert run.claims == []  # example rates and example probe inputs: described, not checked
     big = next(r for r in card_rates() if r.vram_gb == 80)
@@ -129,8 +130,8 @@ def test_where_to_run_answers_exercise_2_from_the_example_rates():
     assert values["where.spot_total_usd"] <= values["where.on_demand_total_usd"]
 
 
-def test_software_stack_describes_the_gb_gib_gap_from_the_units():
-    run = run_page("software-stack")
+def test_software_stack_describes_the_gb_gib_gap_from_the_units(built_site):
+    run = built_page(built_site, "software-stack")
     assert run.claims == []
     (shown,) = [out for out in run.printed.values() if out.startswith("The same bytes read")]
     assert "25.8 in GB and 24.0 in GiB: a GiB is 7.4% larger" in shown

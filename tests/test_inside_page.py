@@ -1,9 +1,9 @@
 """The Inside-the-GPU lesson: blocks run, claims hold and can fail, the quiz reads its numbers.
 
-The blocks run in page order as the build runs them (same page, same facts). Every claim
-rests on this build's measurements and must hold and be able to fail; the occupancy
-example and the wave table are predictions, described, not checked (tests/test_inside.py
-holds the occupancy function to the guide's figures).
+The tests read what the strict build's run of the blocks left (``tests/lesson_blocks.py``).
+Every claim rests on this build's measurements and must hold and be able to fail; the
+occupancy example and the wave table are predictions, described, not checked
+(tests/test_inside.py holds the occupancy function to the guide's figures).
 """
 
 from __future__ import annotations
@@ -12,21 +12,16 @@ import pytest
 
 from gpulesson.site import claims, content, facts, quiz_values, quizzes
 from tests.conftest import REPO
-from tests.lesson_blocks import run_page
+from tests.lesson_blocks import page_fixture
 
 STEM = "inside-gpu"
 
 
-@pytest.fixture(scope="module")
-def page():
-    run = run_page(STEM)
-    yield run
-    facts.reset()
-    content.reset()
+page = page_fixture(STEM)
 
 
 def test_every_block_has_a_lesson_id_and_prints_something(page):
-    python = [b for b in page.printed if not b.startswith(("claim-", "describe-"))]
+    python = [b for b in page.printed if not b.startswith(("claim-", "describe-", "quiz-"))]
     assert len(python) >= 11
     assert all(block_id.startswith("inside-") for block_id in python)
     assert all(out.strip() for out in page.printed.values())

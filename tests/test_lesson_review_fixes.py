@@ -1,8 +1,8 @@
 """Issue 23, item 8: what a second expert reading of the lessons found, checked on the pages.
 
-Each test runs the blocks of the lesson it checks (``tests/lesson_blocks.py``) and reads the
-claims and facts they left, or reads the lesson's text where the fix is a sentence with its
-source.
+Each test reads the claims, facts and Markdown the strict build's run of the lesson it
+checks left (``tests/lesson_blocks.py``), or reads the lesson's text where the fix is a
+sentence with its source.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from gpulesson.site import claims, facts
 from tests.conftest import REPO
-from tests.lesson_blocks import exec_blocks, run_block, run_claims_after, run_page
+from tests.lesson_blocks import built_page, fences_after
 
 LESSONS = REPO / "docs" / "lessons"
 
@@ -35,8 +35,8 @@ def _claim(run, fragment: str) -> claims.Claim:
 # --- fix-ladder ---------------------------------------------------------------------------
 
 
-def test_fix_ladder_calls_the_mixed_precision_estimate_a_floor_from_the_measurement():
-    run = run_page("fix-ladder")
+def test_fix_ladder_calls_the_mixed_precision_estimate_a_floor_from_the_measurement(built_site):
+    run = built_page(built_site, "fix-ladder")
     made = _claim(run, "That price is a floor")
     assert made.status == claims.HOLDS and made.teaching
     assert made.kinds["ladder.amp_measured_ratio"] == facts.MEASURED
@@ -81,8 +81,8 @@ def test_decoding_limits_the_16_bit_multiplies_to_weight_only_quantization():
 # --- multi-gpu ----------------------------------------------------------------------------
 
 
-def test_multi_gpu_links_table_sends_the_rings_bytes_and_pcie_cards_ring_over_pcie():
-    run = run_page("multi-gpu")
+def test_multi_gpu_links_table_sends_the_rings_bytes_and_pcie_cards_ring_over_pcie(built_site):
+    run = built_page(built_site, "multi-gpu")
     values = run.values()
     assert values["multigpu.links_sent_gb"] == pytest.approx(2 * 7 / 8 * 28)
     assert values["multigpu.links_sent_gb"] == values["multigpu.ring_8_gb"]
@@ -107,8 +107,10 @@ def test_multi_gpu_says_what_tensor_parallelism_leaves_whole_and_that_the_bubble
 # --- oom ----------------------------------------------------------------------------------
 
 
-def test_oom_reads_the_mixed_case_as_fragmentation_and_links_the_ladder_once_per_verdict():
-    run = run_page("oom")
+def test_oom_reads_the_mixed_case_as_fragmentation_and_links_the_ladder_once_per_verdict(
+    built_site,
+):
+    run = built_page(built_site, "oom")
     assert run.values()["oom.mixed_is_fragmentation"] == 1
     assert run.facts["oom.mixed_is_fragmentation"].kind == facts.DERIVED
     mixed = run.printed["oom-example-mixed"]
@@ -124,10 +126,10 @@ def test_oom_reads_the_mixed_case_as_fragmentation_and_links_the_ladder_once_per
             assert "**Gradient accumulation**" not in out, block_id
 
 
-def test_oom_checks_only_the_message_this_build_raised_not_the_examples_it_wrote():
+def test_oom_checks_only_the_message_this_build_raised_not_the_examples_it_wrote(built_site):
     """The example messages' numbers are constants: described. The one check reads host RAM's
     real refusal, raised by this build's torch, against the request the block made."""
-    run = run_page("oom")
+    run = built_page(built_site, "oom")
     (made,) = run.claims
     assert made.teaching and made.status == claims.HOLDS
     assert made.rule == "oom.host_read_bytes == oom.host_asked_bytes"
@@ -141,8 +143,8 @@ def test_oom_checks_only_the_message_this_build_raised_not_the_examples_it_wrote
 # --- roofline -----------------------------------------------------------------------------
 
 
-def test_roofline_states_the_bf16_speedup_as_twice_the_bandwidth_ratio_without_a_branch():
-    run = run_page("roofline")
+def test_roofline_states_the_bf16_speedup_as_twice_the_bandwidth_ratio_without_a_branch(built_site):
+    run = built_page(built_site, "roofline")
     # Half the bytes make the speedup twice the bandwidth ratio by arithmetic: a description.
     (shown,) = [out for out in run.printed.values() if "twice the bandwidth ratio" in out]
     assert "gl-claim" not in shown
@@ -181,8 +183,8 @@ def test_the_teaching_kernel_runs_at_a_cited_t4_peak_not_below_it():
     assert all(t.kernel_s == pytest.approx(2 * 5000**3 / t4) for t in correction.corrected)
 
 
-def test_the_timing_page_claims_hold_with_the_corrected_kernel():
-    run = run_page("timing")
+def test_the_timing_page_claims_hold_with_the_corrected_kernel(built_site):
+    run = built_page(built_site, "timing")
     # The teaching example is arithmetic on quoted figures: described, not checked.
     (shown,) = [out for out in run.printed.values() if "three orders of magnitude" in out]
     assert "gl-claim" not in shown and "3,087 times or more" in shown
@@ -204,12 +206,9 @@ def test_software_stack_says_minor_version_compatibility_excludes_ptx_jit():
     assert "minor-version-compatibility.html" in text
 
 
-def test_capacity_shows_that_autograd_gives_fp16_weights_fp16_gradients():
-    # Only this block: it reads no other block's facts.
-    facts.begin_page("lessons/capacity.md")
-    code = dict(exec_blocks("capacity"))["capacity-sgd-grad"]
-    run_block("capacity", "capacity-sgd-grad", code)
-    (shown,) = run_claims_after("capacity", "capacity-sgd-grad")
+def test_capacity_shows_that_autograd_gives_fp16_weights_fp16_gradients(built_site):
+    run = built_page(built_site, "capacity")
+    (shown,) = [run.printed[f] for f in fences_after("capacity", "capacity-sgd-grad")]
     assert "do not come out of stock PyTorch" in shown and "gl-claim-holds" in shown
-    values = {n: f.value for n, f in facts.page_facts("lessons/capacity.md").items()}
+    values = run.values()
     assert values["capacity.fp16_grad_bytes"] == values["capacity.fp16_weight_bytes"] == 2

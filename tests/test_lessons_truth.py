@@ -5,7 +5,8 @@ well-formed links, each also cited in the lesson's body; a ``claim(`` in every l
 executed output; a predict-the-number question in every quiz. Then the GPU-figure blocks
 of the lessons that show GPU numbers, run against the fixture bundles: their figures carry
 the bundle's stamp, never this build's name, and their GPU claims are checked against the
-bundle instead of being left unchecked.
+bundle instead of being left unchecked. Blocks that run as the build runs them are read
+from the strict build's record (``tests/lesson_blocks.py``), not run again.
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from gpulesson.results.compare import datasheet_fraction
 from gpulesson.site import claims, content, facts, gpu_figures
 from gpulesson.site.course_rules import sources_of, well_formed
 from tests.conftest import REPO
-from tests.lesson_blocks import page_blocks, run_claims_after
+from tests.lesson_blocks import (
+    built_page,
+    claims_after,
+    fences_after,
+    page_blocks,
+    run_claims_after,
+)
 
 LESSONS = REPO / "docs" / "lessons"
 ALL_LESSONS = sorted(p.stem for p in LESSONS.glob("*.md"))
@@ -165,6 +172,8 @@ def _use_bundles(monkeypatch, root: Path) -> None:
 
 @pytest.fixture
 def page():
+    """Start a lesson's page of facts (``page(stem)``); forget every fact after the test."""
+
     def begin(stem: str) -> None:
         facts.reset()
         facts.begin_page(f"lessons/{stem}.md")
@@ -291,9 +300,9 @@ def test_the_peak_table_holds_each_measured_dtype_against_the_dense_datasheet_pe
 # --- the corrections the truth issue asked for, as the pages render them --------------------
 
 
-def test_roofline_bandwidth_and_compute_roofs_are_the_best_rates_on_the_page(page):
-    page("roofline")
-    out = run_block("roofline", "roof-measure")
+def test_roofline_bandwidth_and_compute_roofs_are_the_best_rates_on_the_page(built_site, page):
+    run = built_page(built_site, "roofline")
+    out = run.printed["roof-measure"]
     assert "| memory bandwidth |" in out
     roof = facts.value("roofline.bandwidth_roof")
     rates = [facts.value(f"roofline.{n}_gbs") for n in ("copy", "add", "softmax", "bf16_add")]
@@ -301,40 +310,42 @@ def test_roofline_bandwidth_and_compute_roofs_are_the_best_rates_on_the_page(pag
     matmuls = [facts.value(f"roofline.{n}_gflops") for n in ("small_mm", "large_mm")]
     assert facts.value("roofline.peak_gflops") == max(matmuls)
     assert all(facts.value(f"roofline.{n}_share") <= 1.0 + 1e-9 for n in ("add", "softmax"))
-    shown = "\n".join(run_claims_after("roofline", "roof-measure"))
+    shown = "\n".join(run.printed[f] for f in fences_after("roofline", "roof-measure"))
     # The roofs are the page's best rates by construction: described, not checked.
     assert f"The bandwidth roof, {roof:.1f} GB/s, is the fastest" in shown
-    mine = [c for c in claims.claims() if c.needs is None]
+    made = claims_after(run, "roofline", "roof-measure")
+    mine = [c for c in made if c.needs is None]
     assert [c.rule for c in mine] == ["roofline.add_gflops < 0.1 * roofline.peak_gflops"]
     for c in mine:  # a teaching claim: holds, or says "not shown", as this build's medians say
         holds = claims.check_rule(c.rule, c.numbers)
         assert c.teaching and c.status == (claims.HOLDS if holds else claims.NOT_SHOWN)
         assert c.kinds == {n: facts.MEASURED for n in c.numbers}
         assert c.flip_margin is not None
-    gpu = [c for c in claims.claims() if c.needs == "cuda"]
+    gpu = [c for c in made if c.needs == "cuda"]
     assert gpu and {c.status for c in gpu} == {claims.NOT_CHECKED}  # this build has no GPU
 
 
-def test_the_datasheet_table_shows_gddr_near_a_terabyte_and_no_bf16_on_a_t4(page):
-    page("roofline")
-    out = run_block("roofline", "roof-datasheets")
+def test_the_datasheet_table_shows_gddr_near_a_terabyte_and_no_bf16_on_a_t4(built_site, page):
+    run = built_page(built_site, "roofline")
+    out = run.printed["roof-datasheets"]
     t4 = next(line for line in out.splitlines() if line.startswith("| NVIDIA T4 |"))
     assert t4.split(" | ")[3] == "—"  # the bf16 column
     assert datasheets.get("t4").dense_flop_per_s("bf16") is None
     assert facts.value("roofline.rtx4090_gbs") >= 900
     assert facts.get("roofline.rtx4090_gbs").kind == facts.CONSTANT  # a datasheet figure
-    (shown,) = run_claims_after("roofline", "roof-datasheets")
+    (shown,) = [run.printed[f] for f in fences_after("roofline", "roof-datasheets")]
     assert "rated at 1,008 GB/s, about 1 TB/s" in shown and "3.3 times as much" in shown
-    assert claims.claims() == []  # two datasheet figures: described, not checked
+    # two datasheet figures: described, not checked
+    assert claims_after(run, "roofline", "roof-datasheets") == []
 
 
-def test_a_notebooks_cpu_runtime_is_case_0_not_case_3(page):
-    page("where-to-run")
-    out = run_block("where-to-run", "where-notebook-probe")
+def test_a_notebooks_cpu_runtime_is_case_0_not_case_3(built_site, page):
+    run = built_page(built_site, "where-to-run")
+    out = run.printed["where-notebook-probe"]
     first = out.splitlines()[2]
     assert first.startswith("| Hosted notebook, CPU runtime") and "| 0 `no_nvidia_gpu` |" in first
     assert facts.value("where.cpu_runtime_case") == 0
-    (shown,) = run_claims_after("where-to-run", "where-notebook-probe")
+    (shown,) = [run.printed[f] for f in fences_after("where-to-run", "where-notebook-probe")]
     assert shown.startswith("A notebook's CPU runtime is case 0 of")
     answer = _text("where-to-run").split("Worked answer")[1]  # exercise 1's answer
     assert "the CPU runtime is case 0" in answer and "not case 3" in answer

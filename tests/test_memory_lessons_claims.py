@@ -4,7 +4,8 @@ memory, budget, capacity and fix-ladder price runs with a calculator
 (``gpulesson.memory.budget``); a sentence over its figures alone is rendered from the facts,
 not checked. What these pages check compares a measurement (a real AdamW step, the fake-tensor
 tracker's step, autocast's kept activations) with the calculator or with another measurement.
-Each page runs whole here, as the build runs it, the memory page's measured steps included.
+Each page is read whole from the strict build's record, the memory page's measured steps
+included.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import pytest
 
 from gpulesson.site import claims, facts
-from tests.lesson_blocks import exec_blocks, page_blocks, run_page
+from tests.lesson_blocks import built_page, exec_blocks, page_blocks
 
 STEMS = ("memory", "budget", "capacity", "fix-ladder")
 # Facts of these pages that are measured on this build; every other fact is the calculator's
@@ -64,12 +65,9 @@ def _fresh_facts():
 
 
 @pytest.fixture(scope="module")
-def runs():
-    """Each page run once, whole, in page order."""
-    done = {}
-    for stem in STEMS:
-        facts.reset()
-        done[stem] = run_page(stem)
+def runs(built_site):
+    """Each page as the strict build ran it, whole, in page order."""
+    done = {stem: built_page(built_site, stem) for stem in STEMS}
     facts.reset()
     return done
 

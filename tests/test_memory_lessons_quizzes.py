@@ -1,9 +1,9 @@
 """The memory and error lessons: their checked claims hold, their quizzes read the page's numbers.
 
-Each test runs a lesson's executed blocks in order, as the build does (same page, same
-facts), except the slow ones that measure a training step, and then reads what they
-left: the claims (every one must hold on this CPU and be able to fail) and the quiz,
-whose predict-the-number question must offer the figure the page computed.
+Each test reads what the strict build's run of a lesson's blocks left
+(``tests/lesson_blocks.py``; the page's facts restored in this process): the claims (every
+one must hold on this CPU and be able to fail) and the quiz, whose predict-the-number
+question must offer the figure the page computed.
 """
 
 from __future__ import annotations
@@ -20,32 +20,9 @@ from gpulesson.site import claims, content, facts, quiz_values, quizzes
 from gpulesson.site.error_examples import message
 from gpulesson.units import GB, GIB
 from tests.conftest import REPO
-from tests.lesson_blocks import page_blocks, run_block, run_claims_after, run_fence
+from tests.lesson_blocks import built_page, run_claims_after
 
 STEMS = ("memory", "budget", "capacity", "oom", "fix-ladder", "cuda-errors")
-# Blocks that measure a step (seconds of CPU each) are left out, with the claim about
-# the measured step that follows them; nothing the quizzes read comes from them.
-SLOW = re.compile(r"gpulesson\.memory\.measure\b|\btransformers\b")
-SLOW_IDS = ("memory-measure", "memory-accuracy", "memory-step-timeline")  # the build runs them
-
-
-def run_page(stem: str) -> dict[str, str]:
-    """Run the lesson's blocks as the build does; return each block's printed Markdown.
-
-    A slow block is left out with the ``claim`` and ``describe`` blocks that follow it up to
-    the next python block: they read its facts (``tests/test_memory_lessons_claims.py`` runs
-    the memory page whole).
-    """
-    facts.begin_page(f"lessons/{stem}.md")
-    printed, skipping = {}, False
-    for kind, block_id, body, options in page_blocks(stem):
-        if kind == "python":
-            skipping = bool(SLOW.search(body)) or block_id.startswith(SLOW_IDS)
-            if not skipping:
-                printed[block_id] = run_block(stem, block_id, body)
-        elif not skipping:
-            printed[block_id] = run_fence(kind, block_id, body, options)
-    return printed
 
 
 @pytest.fixture(autouse=True)
@@ -71,8 +48,8 @@ def templated(stem: str) -> list[quizzes.Question]:
 
 # --- the claims -------------------------------------------------------------------------
 
-# memory: the fast blocks leave the real AdamW step's claim; the measured steps' claims run
-# in tests/test_memory_lessons_claims.py. budget, capacity and fix-ladder price with a
+# memory: the real AdamW step's claim and the measured steps' (also read by
+# tests/test_memory_lessons_claims.py). budget, capacity and fix-ladder price with a
 # calculator: what they check is what a real step or a measurement bears out.
 # oom and cuda-errors read constructed example messages, whose numbers are constants:
 # their one check each is on an error this build raises itself.
@@ -87,17 +64,16 @@ MINIMUM_CLAIMS = {
 
 
 @pytest.mark.parametrize("stem", STEMS)
-def test_every_claim_holds_on_this_build_and_could_fail(stem):
-    run_page(stem)
-    page = [c for c in claims.claims() if c.page == f"lessons/{stem}.md"]
+def test_every_claim_holds_on_this_build_and_could_fail(built_site, stem):
+    page = built_page(built_site, stem).claims
     assert len(page) >= MINIMUM_CLAIMS[stem]
     assert [c.text for c in page if c.status != claims.HOLDS] == []
     assert [c.rule for c in page if not claims.can_fail(c)] == []
     assert all(c.numbers for c in page)
 
 
-def test_a_changed_number_under_a_claim_shows_the_warning():
-    printed = run_page("fix-ladder")
+def test_a_changed_number_under_a_claim_shows_the_warning(built_site):
+    printed = built_page(built_site, "fix-ladder").printed
     assert "do not bear" not in "".join(printed.values())
     # As if autocast had kept less than the estimate: the page's own teaching claim says so.
     facts.publish("ladder.amp_measured_ratio", 0.4, "", kind=facts.MEASURED)
@@ -109,8 +85,8 @@ def test_a_changed_number_under_a_claim_shows_the_warning():
 # --- the quizzes ------------------------------------------------------------------------
 
 
-def test_memory_quiz_asks_for_the_amp_bill_the_page_printed():
-    printed = run_page("memory")
+def test_memory_quiz_asks_for_the_amp_bill_the_page_printed(built_site):
+    printed = built_page(built_site, "memory").printed
     (question,) = templated("memory")
     bill = quiz_values.figure(estimate(7e9, preset="amp").total_bytes / GB)
     assert right_answer(question) == f"{bill} GB" == "112 GB"
@@ -119,8 +95,8 @@ def test_memory_quiz_asks_for_the_amp_bill_the_page_printed():
     ].replace(",", "")
 
 
-def test_budget_quiz_offers_the_norm_and_the_gqa_cache():
-    run_page("budget")
+def test_budget_quiz_offers_the_norm_and_the_gqa_cache(built_site):
+    built_page(built_site, "budget")
     norm, kv = templated("budget")
     assert right_answer(norm) == "112 GB"
     assert {o.text for o in norm.options} == {"56 GB", "84 GB", "98 GB", "112 GB"}
@@ -128,8 +104,8 @@ def test_budget_quiz_offers_the_norm_and_the_gqa_cache():
     assert "4 GiB" in {o.text for o in kv.options}  # the same model with MHA
 
 
-def test_capacity_quiz_reads_the_card_as_gib():
-    run_page("capacity")
+def test_capacity_quiz_reads_the_card_as_gib(built_site):
+    built_page(built_site, "capacity")
     (question,) = templated("capacity")
     right = quiz_values.figure(max_params(24 * GIB, "amp") / 1e9)
     decimal = quiz_values.figure(max_params(24 * GB, "amp") / 1e9)
@@ -137,8 +113,8 @@ def test_capacity_quiz_reads_the_card_as_gib():
     assert f"{decimal} billion" in {o.text for o in question.options} and right != decimal
 
 
-def test_oom_quiz_quotes_the_torch_1x_example_and_asks_for_its_cache():
-    run_page("oom")
+def test_oom_quiz_quotes_the_torch_1x_example_and_asks_for_its_cache(built_site):
+    built_page(built_site, "oom")
     (question,) = templated("oom")
     text = message("torch_1x")
     for number in re.findall(r"\d+\.\d+ [MG]iB", text):
@@ -148,15 +124,15 @@ def test_oom_quiz_quotes_the_torch_1x_example_and_asks_for_its_cache():
     assert "10.58 GiB" in {o.text for o in question.options}  # reserved, misread as cache
 
 
-def test_fix_ladder_quiz_asks_for_checkpointings_saving():
-    run_page("fix-ladder")
+def test_fix_ladder_quiz_asks_for_checkpointings_saving(built_site):
+    built_page(built_site, "fix-ladder")
     (question,) = templated("fix-ladder")
     saving = 100 * checkpointing_leftover().checkpointing_saving_fraction
     assert right_answer(question) == f"About {saving:.0f}%"
 
 
-def test_cuda_errors_quiz_decodes_the_driver_version_in_the_message():
-    run_page("cuda-errors")
+def test_cuda_errors_quiz_decodes_the_driver_version_in_the_message(built_site):
+    built_page(built_site, "cuda-errors")
     (question,) = templated("cuda-errors")
     code = re.search(r"found version (\d+)", message("driver_too_old")).group(1)
     assert code in question.prompt

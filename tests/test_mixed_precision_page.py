@@ -1,11 +1,11 @@
 """The mixed-precision lesson: its blocks run, its claims hold and can fail, its quiz reads them.
 
-The page's executed blocks run in order as the build runs them (same page, same facts);
-then every checked claim must hold on this CPU (GPU claims are not checked here, and
-must say so), every claim must be able to fail, and the predict-the-number question must
-offer the figure the page measured. The three GPU blocks run twice more: as a CUDA build
-runs them (the suite's answer stood in for by the H100 fixture bundle's rows) and as a CPU
-build with a reference bundle (the suite never asked).
+The tests read what the strict build's run of the page's blocks left
+(``tests/lesson_blocks.py``): every checked claim must hold on this CPU (GPU claims are not
+checked here, and must say so), every claim must be able to fail, and the predict-the-number
+question must offer the figure the page measured. The three GPU blocks run twice more: as a
+CUDA build runs them (the suite's answer stood in for by the H100 fixture bundle's rows) and
+as a CPU build with a reference bundle (the suite never asked).
 """
 
 from __future__ import annotations
@@ -22,19 +22,12 @@ from gpulesson.results.compare import Sourced
 from gpulesson.results.measurements import single
 from gpulesson.site import build_bundle, claims, content, facts, gpu_figures, quiz_values, quizzes
 from tests.conftest import REPO
-from tests.lesson_blocks import exec_blocks, run_block, run_claims_after, run_page
+from tests.lesson_blocks import exec_blocks, page_fixture, run_block, run_claims_after
 
 STEM = "mixed-precision"
 
 
-@pytest.fixture(scope="module")
-def page() -> dict[str, object]:
-    """Run the page once; keep what each block printed, the facts and the claims."""
-    run = run_page(STEM)
-    found = {"printed": run.printed, "facts": run.values(), "claims": claims.claims()}
-    facts.reset()
-    content.reset()
-    return found
+page = page_fixture(STEM)
 
 
 def test_every_block_has_the_lesson_prefix_and_a_unique_id():
@@ -44,12 +37,12 @@ def test_every_block_has_the_lesson_prefix_and_a_unique_id():
 
 
 def test_every_block_prints_something(page):
-    empty = [block_id for block_id, text in page["printed"].items() if not text.strip()]
+    empty = [block_id for block_id, text in page.printed.items() if not text.strip()]
     assert not empty
 
 
 def test_claims_hold_on_this_cpu_and_can_fail(page):
-    made = page["claims"]
+    made = page.claims
     assert len(made) >= 12
     for c in made:
         assert claims.can_fail(c), c.rule
@@ -60,7 +53,7 @@ def test_claims_hold_on_this_cpu_and_can_fail(page):
 
 
 def test_every_check_reads_a_measured_or_published_fact(page):
-    for c in page["claims"]:
+    for c in page.claims:
         if c.status == claims.NOT_CHECKED:
             continue
         kinds = {c.kinds[name] for name in claims.fact_names(c.rule)}
@@ -70,38 +63,38 @@ def test_every_check_reads_a_measured_or_published_fact(page):
 
 def test_the_formats_limits_are_described_not_checked(page):
     """torch.finfo's limits and the probes' casts follow from the formats: rendered, no mark."""
-    rules = " ".join(c.rule for c in page["claims"])
+    rules = " ".join(c.rule for c in page.claims)
     for name in ("mp.fp16_max", "mp.bf16_eps", "mp.cast_", "mp.grad_lost", "mp.hw_", "mp.amp_bpp"):
         assert name not in rules, name
-    f = page["facts"]
+    f = page.values()
     assert f["mp.bf16_eps_over_fp16"] == 8 and 0.99 < f["mp.bf16_max_of_fp32"] < 1
     assert f["mp.amp_bpp"] == f["mp.fp32_bpp"] == 16
-    described = [text for block, text in page["printed"].items() if block.startswith("describe-")]
+    described = [text for block, text in page.printed.items() if block.startswith("describe-")]
     assert any("65,504" in text and "99.6% of fp32's" in text for text in described)
     assert any("16 bytes per parameter" in text for text in described)
 
 
 def test_the_teaching_claims_rest_on_this_builds_runs(page):
-    teaching = {c.rule for c in page["claims"] if c.teaching}
+    teaching = {c.rule for c in page.claims if c.teaching}
     assert "mp.trace_lower > 0 and mp.trace_fp32 > 0" in teaching
     assert "mp.err_tf32_over_fp32 > 100 and mp.err_tf32_emulated < mp.err_bf16" in teaching
     assert any(rule.startswith("mp.act_est_ratio < mp.act_meas_ratio") for rule in teaching)
     assert any(rule.startswith("mp.bug_skipped == mp.bug_steps") for rule in teaching)
-    assert all(c.status == claims.HOLDS for c in page["claims"] if c.teaching)
+    assert all(c.status == claims.HOLDS for c in page.claims if c.teaching)
 
 
 def test_the_trace_agrees_with_pytorchs_op_reference(page):
-    f = page["facts"]
+    f = page.values()
     assert f["mp.trace_disagreements"] == 0 and f["mp.trace_checked"] >= 10
-    assert "`linear`" in page["printed"]["mp-trace"]
-    assert "`cross_entropy`" in page["printed"]["mp-trace"]
+    assert "`linear`" in page.printed["mp-trace"]
+    assert "`cross_entropy`" in page.printed["mp-trace"]
 
 
 def test_gpu_rows_say_they_need_a_gpu_on_a_cpu_build(page):
     if torch.cuda.is_available():
         pytest.skip("a CUDA build measures these rows")
     for block_id in ("mp-gpu-speed", "mp-gpu-accuracy", "mp-gpu-steps"):
-        text = page["printed"][block_id]
+        text = page.printed[block_id]
         assert "needs a GPU" in text or "reference result bundle" in text, block_id
 
 
@@ -114,11 +107,11 @@ def test_the_quiz_offers_the_measured_activation_ratio(page, monkeypatch):
     assert templated, "the quiz needs a predict-the-number question"
     for question in templated:
         values = quiz_values.activation_ratio_readings(
-            {n: page["facts"][n] for n in question.facts}
+            {n: page.values()[n] for n in question.facts}
         )
         right = next(o.text for o in question.options if o.correct)
         assert "{measured}" in right or "{value}" in right
-        assert values["measured"] == f"{page['facts']['mp.act_meas_ratio']:.2f}"
+        assert values["measured"] == f"{page.values()['mp.act_meas_ratio']:.2f}"
 
 
 # --- the GPU blocks: this build's GPU through the suite, else a reference bundle ---------

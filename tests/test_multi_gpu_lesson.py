@@ -1,42 +1,36 @@
 """The multi-GPU lesson: its blocks run, its claims hold and can fail, its quiz reads its numbers.
 
-The blocks run in page order as the build runs them (same page, same facts), the gloo
-all-reduce of two CPU processes included (a few seconds). Claims about GPU figures must be
-"not checked" on this CPU build without a reference bundle; every other claim must hold, be
-able to fail and read a measured or published figure. The ring, link, ZeRO, activation and
-bubble figures are the course's formulas: described, not checked.
+The tests read what the strict build's run of the blocks left, the gloo all-reduce of two
+CPU processes included (``tests/lesson_blocks.py``). Claims about GPU figures must be "not
+checked" on this CPU build without a reference bundle; every other claim must hold, be able
+to fail and read a measured or published figure. The ring, link, ZeRO, activation and bubble
+figures are the course's formulas: described, not checked.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from gpulesson.site import claims, content, facts, quiz_values, quizzes
+from gpulesson.site import claims, facts, quiz_values, quizzes
 from tests.conftest import REPO
-from tests.lesson_blocks import run_page
+from tests.lesson_blocks import page_fixture
 
 STEM = "multi-gpu"
 
 
-@pytest.fixture(scope="module")
-def page():
-    """Run every block once for the module; yield (printed Markdown by id, claims, facts)."""
-    run = run_page(STEM)
-    yield run.printed, run.claims, run.facts
-    facts.reset()
-    content.reset()
+page = page_fixture(STEM)
 
 
 def test_every_block_has_a_lesson_id_and_prints_something(page):
-    printed, _, _ = page
-    python = [b for b in printed if not b.startswith(("claim-", "describe-"))]
+    printed = page.printed
+    python = [b for b in printed if not b.startswith(("claim-", "describe-", "quiz-"))]
     assert len(python) >= 14
     assert all(block_id.startswith("multi-gpu-") for block_id in python)
     assert all(out.strip() for block_id, out in printed.items() if block_id in python)
 
 
 def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
-    _, made, _ = page
+    made = page.claims
     cpu = [c for c in made if c.needs is None]
     gpu = [c for c in made if c.needs is not None]
     assert len(cpu) >= 5 and len(gpu) >= 1
@@ -50,7 +44,7 @@ def test_cpu_claims_hold_and_could_fail_and_gpu_claims_wait_for_a_gpu(page):
 
 
 def test_the_teaching_claims_rest_on_the_gloo_medians_and_nvidias_nvlink_measurement(page):
-    _, made, values = page
+    made, values = page.claims, page.facts
     teaching = {c.rule: c for c in made if c.teaching}
     (gloo,) = [c for r, c in teaching.items() if "gloo_smallest_over_formula" in r]
     assert gloo.kinds["multigpu.gloo_smallest_over_formula"] == facts.MEASURED
@@ -64,7 +58,7 @@ def test_the_teaching_claims_rest_on_the_gloo_medians_and_nvidias_nvlink_measure
 
 
 def test_every_fact_states_its_kind_and_the_formulas_are_described(page):
-    printed, _, values = page
+    printed, values = page.printed, page.facts
     text = (REPO / "docs" / "lessons" / f"{STEM}.md").read_text(encoding="utf-8")
     assert text.count("facts.publish(") == text.count("kind=")
     for name in ("ring_8_gb", "zero3_sent_gb", "act_64_gb", "tp_pcie_ms", "bubble_8_8"):
@@ -85,7 +79,7 @@ def test_every_fact_states_its_kind_and_the_formulas_are_described(page):
 
 
 def test_the_gpu_rows_price_the_gradients_all_reduce_on_8_gpus(page):
-    printed, _, values = page
+    printed, values = page.printed, page.facts
     assert "**Ring all-reduce of the gradients on 8 GPUs**" in printed["multi-gpu-rows"]
     predicted = values["pred.all_reduce_time.h100_sxm"]
     assert predicted.kind == facts.PREDICTED and predicted.unit == "ms"
@@ -93,7 +87,7 @@ def test_the_gpu_rows_price_the_gradients_all_reduce_on_8_gpus(page):
 
 
 def test_the_gloo_table_sets_the_measurement_beside_the_ring_formula(page):
-    printed, _, values = page
+    printed, values = page.printed, page.facts
     table = printed["multi-gpu-gloo"]
     assert "gloo all-reduce of fp32 tensors, 2 ranks on cpu" in table
     assert "| ring formula (µs) | measured / formula |" in table
@@ -106,7 +100,7 @@ def test_the_gloo_table_sets_the_measurement_beside_the_ring_formula(page):
 def test_without_two_gpus_the_page_says_which_rows_need_them(page):
     import torch
 
-    printed, _, _ = page
+    printed = page.printed
     if torch.cuda.is_available() and torch.cuda.device_count() >= 2:
         pytest.skip("this machine measures the NCCL rows itself")
     out = printed["multi-gpu-nccl"]
@@ -116,7 +110,7 @@ def test_without_two_gpus_the_page_says_which_rows_need_them(page):
 def test_the_zero_table_and_the_cli_agree(page, run_cli):
     import json
 
-    _, _, values = page
+    values = page.facts
     r = run_cli("budget", "--params", "7e9", "--gpus", "8", "--zero", "3", "--json")
     assert json.loads(r.stdout)["comm_bytes_per_step"] / 1e9 == pytest.approx(
         values["multigpu.zero3_sent_gb"].value
@@ -124,7 +118,7 @@ def test_the_zero_table_and_the_cli_agree(page, run_cli):
 
 
 def test_the_hang_examples_are_diagnosed_through_the_corpus(page):
-    printed, _, _ = page
+    printed = page.printed
     assert "cuda_oom" in printed["multi-gpu-hang-oom"]
     assert "nccl_timeout" in printed["multi-gpu-hang-broadcast"]
     assert "BROADCAST" in printed["multi-gpu-hang-broadcast"]
@@ -140,7 +134,7 @@ def test_the_snippet_is_included_and_its_sources_cited():
 
 
 def test_the_quiz_predicts_a_time_from_the_measured_bandwidth(page):
-    _, _, values = page
+    values = page.facts
     templated = [q for q in quizzes.questions(STEM) if q.facts]
     assert templated, "a predict-the-number question reads the page's facts"
     for question in templated:

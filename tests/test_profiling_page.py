@@ -1,6 +1,6 @@
-"""The profiling lesson, run as the build runs it: claims hold, the quiz and trace work.
+"""The profiling lesson, as the strict build ran it: claims hold, the quiz and trace work.
 
-Runs the page's executed blocks in order on one page's facts, then reads what they left:
+Reads what the build's run of the page's blocks left (``tests/lesson_blocks.py``):
 the checked claims (every CPU claim holds and can fail; the GPU ones wait for a GPU or a
 bundle), the predict-the-number question, and the trace the page offers for download. With
 a reference bundle holding ``profile_step`` rows, the GPU block shows the bundle's figures
@@ -31,28 +31,14 @@ from gpulesson.timing.profile import (
     StepProfile,
 )
 from tests.conftest import REPO
-from tests.lesson_blocks import exec_blocks, run_all, run_block, run_claims_after
+from tests.lesson_blocks import exec_blocks, page_fixture, run_block, run_claims_after
 
 STEM = "profiling"
 PAGE = f"lessons/{STEM}.md"
 FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
 
 
-@pytest.fixture(scope="module")
-def page() -> tuple[dict[str, str], list[claims.Claim], dict[str, facts.Fact]]:
-    """Every block's output, the page's claims and facts, on this CPU with no bundle."""
-    facts.reset()
-    facts.begin_page(PAGE)
-    original = gpu_figures.reference
-    gpu_figures.reference = functools.partial(original, Path("/no/such/results"), on_gpu=False)
-    try:
-        printed = run_all(STEM)
-    finally:
-        gpu_figures.reference = original
-    found = [c for c in claims.claims() if c.page == PAGE]
-    published = facts.page_facts(PAGE)
-    facts.reset()
-    return printed, found, published
+page = page_fixture(STEM)
 
 
 def test_every_block_has_an_id_with_the_lessons_prefix():
@@ -60,7 +46,7 @@ def test_every_block_has_an_id_with_the_lessons_prefix():
 
 
 def test_every_cpu_claim_holds_and_could_fail(page):
-    _, found, _ = page
+    found = page.claims
     cpu = [c for c in found if c.needs is None]
     assert len(cpu) >= 10
     assert [c.text for c in cpu if c.status != claims.HOLDS] == []
@@ -70,7 +56,7 @@ def test_every_cpu_claim_holds_and_could_fail(page):
 def test_the_timing_teaching_claims_read_medians_with_a_stated_factor(page):
     """Shares and ratios of one profiled step move on a busy machine: the lesson's points rest
     on the median of five profiles, with a factor wide enough that noise cannot flip them."""
-    printed, found, published = page
+    printed, found, published = page.printed, page.claims, page.facts
     teaching = {c.rule: c for c in found if c.teaching}
     shares = teaching[
         "profiling.median_matmul_share_pct > 3 * profiling.median_top_other_share_pct"
@@ -91,7 +77,9 @@ def test_the_timing_teaching_claims_read_medians_with_a_stated_factor(page):
 
 
 def test_without_a_gpu_or_a_bundle_the_gpu_claims_are_not_checked(page):
-    printed, found, _ = page
+    printed, found = page.printed, page.claims
+    # The build read results/ as it is: the page's premise is that it holds no bundle.
+    assert gpu_figures.newest_gpu_bundle() is None, "results/reference/ holds a GPU bundle"
     gpu = [c for c in found if c.needs == "cuda"]
     assert len(gpu) == 4 and all(c.status == claims.NOT_CHECKED for c in gpu)
     assert "measured, never predicted" in printed["profiling-gpu"]
@@ -100,7 +88,7 @@ def test_without_a_gpu_or_a_bundle_the_gpu_claims_are_not_checked(page):
 
 
 def test_the_page_offers_its_trace_for_download(page):
-    printed, _, _ = page
+    printed = page.printed
     out = printed["profiling-regions"]
     match = re.search(r'href="data:application/gzip;base64,([A-Za-z0-9+/=]+)"', out)
     assert match and 'download="profile-step.json.gz"' in out
@@ -111,7 +99,7 @@ def test_the_page_offers_its_trace_for_download(page):
 
 
 def test_the_quiz_asks_for_the_first_steps_allocation_the_page_measured(page, monkeypatch):
-    _, _, published = page
+    published = page.facts
     monkeypatch.chdir(REPO)
     facts.reset()
     facts.begin_page(PAGE)
