@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
 from gpulesson.results import entries_device, entries_matmul, entries_memory, suite
 from gpulesson.results.bundle import Measurement, measurement_to_dict
 from gpulesson.results.suite import Context, Device, SuiteEntry, run_suite
+from tests.conftest import REPO
 
 CPU = Device(
     type="cpu", name="cpu", total_bytes=8 * 2**30, free_bytes=4 * 2**30, count=0, capability=None
@@ -207,3 +211,26 @@ def test_the_gpt_memory_entry_sits_beside_the_estimate(monkeypatch):
 def test_cuda_context_memory_is_measured_on_a_gpu():
     [m] = entries_device.run_cuda_context(Context(device=Device.this("cuda"), quick=True))
     assert 50 * 2**20 < m.value < 4 * 2**30  # a context is hundreds of MiB, not nothing
+
+
+def test_one_entry_is_found_by_importing_its_own_module_only():
+    code = (
+        "import sys\n"
+        "from gpulesson.results import suite\n"
+        "suite.entry('decode')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gpulesson.results.entries_')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout
+    assert out.strip() == "['gpulesson.results.entries_decode']"
+
+
+def test_a_module_whose_entries_differ_from_the_registry_is_named(monkeypatch):
+    listed = dict(suite.ENTRY_MODULES)
+    listed["gpulesson.results.entries_decode"] = ("decode", "decode_twice")
+    monkeypatch.setattr(suite, "ENTRY_MODULES", listed)
+    with pytest.raises(ValueError, match="entries_decode defines entries \\['decode'\\] but"):
+        suite.entries()
+    with pytest.raises(ValueError, match="make them the same"):
+        suite.entry("decode")

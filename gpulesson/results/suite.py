@@ -13,7 +13,7 @@ FLOP/s for MFU, all-reduce bus bandwidth...):
    the same package function the lesson calls and wraps its result in Measurements (use
    :func:`gpulesson.results.measurements.from_timing` for timings), and
    ``ENTRIES = (SuiteEntry(name=..., description=..., applies=..., needs=..., run=run),)``;
-2. add the module's name to ``ENTRY_MODULES``;
+2. add the module's name and its entries' names to ``ENTRY_MODULES``;
 3. size it from ``context.quick`` and ``context.device`` so ``--quick`` stays under a minute
    on a 2-core CPU and the full suite under five minutes on one GPU, and keep every buffer
    within ``context.memory_budget_bytes``.
@@ -40,21 +40,37 @@ import torch
 
 from gpulesson.results.bundle import Measurement, Skipped
 
-# Modules that define ENTRIES, in the order their entries run. A lesson adds its own here.
-ENTRY_MODULES: tuple[str, ...] = (
-    "gpulesson.results.entries_device",
-    "gpulesson.results.entries_matmul",
-    "gpulesson.results.entries_roofline",
-    "gpulesson.results.entries_memory",
-    "gpulesson.results.entries_decode",
-    "gpulesson.results.entries_allreduce",
-    "gpulesson.results.entries_compute",
-    "gpulesson.results.entries_precision",
-    "gpulesson.results.entries_profiling",
-    "gpulesson.results.entries_feeding",
-    "gpulesson.results.entries_syncs",
-    "gpulesson.results.entries_inside",
-)
+# Modules that define ENTRIES, in the order their entries run, each with the names of its
+# entries in order: so one entry is found by importing only its own module (a lesson block
+# that asks for it depends on that module alone). entries() checks the names against ENTRIES.
+ENTRY_MODULES: dict[str, tuple[str, ...]] = {
+    "gpulesson.results.entries_device": (
+        "cuda_context",
+        "stopwatch",
+        "launch_overhead",
+        "memory_bandwidth",
+        "host_copies",
+        "all_reduce",
+    ),
+    "gpulesson.results.entries_matmul": ("matmul", "matmul_peak", "matmul_sweep"),
+    "gpulesson.results.entries_roofline": ("roofline",),
+    "gpulesson.results.entries_memory": (
+        "gpt_memory",
+        "oom",
+        "gpt_memory_step",
+        "gpt_memory_timeline",
+        "hf_memory",
+        "gpt_block_saved",
+    ),
+    "gpulesson.results.entries_decode": ("decode",),
+    "gpulesson.results.entries_allreduce": ("all_reduce_gloo",),
+    "gpulesson.results.entries_compute": ("train_step",),
+    "gpulesson.results.entries_precision": ("amp_step", "tf32_accuracy", "autocast_trace"),
+    "gpulesson.results.entries_profiling": ("profile_step",),
+    "gpulesson.results.entries_feeding": ("loader", "fusion", "alignment", "copy_call"),
+    "gpulesson.results.entries_syncs": ("syncs",),
+    "gpulesson.results.entries_inside": ("cache_sweep", "strided", "attention", "fp8_matmul"),
+}
 
 # Share of free device memory (or available RAM) one entry's buffers may take.
 MEMORY_BUDGET_SHARE = 0.5
@@ -151,12 +167,42 @@ def entries() -> tuple[SuiteEntry, ...]:
     """
     found: list[SuiteEntry] = []
     for module_name in ENTRY_MODULES:
-        found.extend(importlib.import_module(module_name).ENTRIES)
+        found.extend(_module_entries(module_name))
     names = [e.name for e in found]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"suite entries registered twice: {', '.join(duplicates)}")
     return tuple(found)
+
+
+def _module_entries(module_name: str) -> tuple[SuiteEntry, ...]:
+    """A module's ENTRIES; ValueError when they are not the names ENTRY_MODULES lists."""
+    found = tuple(importlib.import_module(module_name).ENTRIES)
+    declared = ENTRY_MODULES[module_name]
+    if tuple(e.name for e in found) != declared:
+        raise ValueError(
+            f"{module_name} defines entries {[e.name for e in found]} but ENTRY_MODULES in "
+            f"gpulesson/results/suite.py lists {list(declared)}: make them the same"
+        )
+    return found
+
+
+def entry(name: str) -> SuiteEntry:
+    """The entry called ``name``, importing only the module that defines it.
+
+    >>> entry("decode").name
+    'decode'
+    >>> entry("warp")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown suite entry 'warp': use gpulesson measure --list to see the entries
+    """
+    for module_name, names in ENTRY_MODULES.items():
+        if name in names:
+            return next(e for e in _module_entries(module_name) if e.name == name)
+    raise ValueError(
+        f"unknown suite entry {name!r}: use gpulesson measure --list to see the entries"
+    )
 
 
 def select(names: Sequence[str] | None) -> tuple[SuiteEntry, ...]:

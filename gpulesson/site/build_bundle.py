@@ -123,8 +123,7 @@ def applies(entry: str, device: str) -> bool:
     """Whether suite entry ``entry`` runs on this machine's ``device`` (all_reduce: 2+ GPUs)."""
     from gpulesson.results import suite
 
-    (chosen,) = suite.select([entry])
-    return chosen.applies(suite.Device.this(device))
+    return suite.entry(entry).applies(suite.Device.this(device))
 
 
 def measure(entry: str, device: str) -> tuple[Measurement, ...]:
@@ -141,7 +140,7 @@ def measure(entry: str, device: str) -> tuple[Measurement, ...]:
         return tuple(bundle_module.measurement_from_dict(m) for m in earlier["measurements"])
     if device not in DEVICES:
         raise ValueError(f"device={device!r} is not one of {', '.join(DEVICES)}")
-    (chosen,) = suite.select([entry])
+    chosen = suite.entry(entry)  # imports its own module only: the block depends on no other
     context = suite.Context(device=suite.Device.this(device), quick=False)
     if not chosen.applies(context.device):
         raise ValueError(f"suite entry {entry!r} does not run on {device}: it needs {chosen.needs}")
