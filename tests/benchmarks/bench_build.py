@@ -193,7 +193,7 @@ def serve_checks(repo: Path) -> tuple[float, float, bool]:
             rebuilds_s.append(server.wait_for(r"Documentation built in", after=before) - before)
         prose_s = statistics.median(rebuilds_s)
         marker = f"BENCH-MARKER-{os.getpid()}"
-        probe = repo / "gpulesson" / "probe.py"
+        probe = repo / "gpulesson" / "course" / "software_stack.py"  # the probe page's renderer
         append(
             probe,
             "\n\n_bench_to_markdown = to_markdown\n\n\n"
