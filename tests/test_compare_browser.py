@@ -341,6 +341,23 @@ def test_a_bad_bundle_is_refused_with_one_line_naming_the_field(page, tmp_path):
     assert page.locator(".gl-compare-table table").count() == 0
 
 
+def test_this_build_s_own_bundle_is_read_and_an_unknown_version_refused(page, built_site, tmp_path):
+    own = built_site / "build-bundle.json"  # schema version 2, with series
+    assert json.loads(own.read_text())["schema_version"] == 2
+    _choose(page, own)
+    assert page.locator("[data-gl-compare]").get_attribute("data-state") == "shown"
+    data = json.loads((FIXTURES / "fixture_t4.json").read_text())
+    data["schema_version"] = 3
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps(data))
+    page.set_input_files("#gl-compare-file", str(later))
+    page.wait_for_function(  # the first bundle left the state at "shown": wait for the text
+        "() => document.querySelector('.gl-compare-status').textContent.startsWith('Refused')"
+    )
+    status = page.inner_text(".gl-compare-status")
+    assert status.startswith("Refused later.json: schema_version: is 3, this page reads 1 and 2")
+
+
 # --- the built site: published rows and predictions, with no bundle of ours ----------------
 
 #: Recorded from the first line of every document (as tests/test_csp_browser.py does).

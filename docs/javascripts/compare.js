@@ -57,9 +57,9 @@
     if (bundle === null || typeof bundle !== "object" || Array.isArray(bundle)) {
       fail("(top level)", "not a JSON object: choose the file gpulesson measure wrote");
     }
-    if (bundle.schema_version !== data.schema_version) {
+    if (data.schema_versions.indexOf(bundle.schema_version) < 0) {
       fail("schema_version", "is " + JSON.stringify(bundle.schema_version) + ", this page reads " +
-        data.schema_version + ": make the bundle with this version of gpulesson");
+        data.schema_versions.join(" and ") + ": make the bundle with this version of gpulesson");
     }
     var p = bundle.provenance;
     if (!p || typeof p !== "object") { fail("provenance", "missing: this is not a result bundle"); }
