@@ -97,6 +97,25 @@ _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\
 _SCRIPT_ESCAPES["\u2029"] = "\\u2029"
 
 
+def code_span(value: object, max_chars: int = MAX_CHARS) -> str:
+    """``value`` as a Markdown code span that shows it literally, whatever it holds.
+
+    Markdown shows a code span's text as it is (``<`` stays text), so the only way out is a
+    backtick: the fence is one backtick longer than the longest run inside. Control
+    characters go, as :func:`inert` drops them, and a long value is cut the same way.
+
+    >>> code_span("aten::mm"), code_span("a`b"), code_span("<img src=x>")
+    ('`aten::mm`', '`` a`b ``', '`<img src=x>`')
+    """
+    text = "".join(c for c in str(value) if not _is_control(c))
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + ELLIPSIS
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest or text.startswith(" ") or text.endswith(" ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def script_json(data: Any) -> str:
     """``data`` as compact JSON safe inside ``<script type="application/json">``.
 

@@ -200,3 +200,16 @@ def test_a_build_with_gpus_shows_nccl_rows_the_suite_measured_not_a_bundle(monke
     assert "8 ranks on cuda, over test;" in out and "| 64 MiB |" in out  # the rows' own link
     assert facts.value("multigpu.nccl_ranks") == 8
     facts.reset()
+
+
+def test_a_bundle_s_link_and_backend_reach_the_page_as_text():
+    from gpulesson.results import entries_allreduce
+
+    hostile = dataclasses.replace(
+        _sweep(), link="<img src=x onerror=alert(1)>", backend="nccl*|*", device="cuda[x](y)"
+    )
+    rows = entries_allreduce.sweep_measurements(hostile, entry="all_reduce", prefix="a")
+    back = entries_allreduce.sweep_from_measurements(rows, "a", "unused")
+    text = sweep_markdown(back, allreduce.ring_predictions(back))
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "nccl\\*\\|\\*" in text and "cuda\\[x\\](y)" in text

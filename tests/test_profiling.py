@@ -513,3 +513,13 @@ def test_the_lesson_sorts_by_the_device_column_and_says_what_cpu_time_holds():
     assert 'sort_by="self_device_time_total"' in text
     assert "launch time" not in text and "cannot keep it busy" not in text
     assert "any time it waited for the GPU" in text
+
+
+def test_an_op_name_from_a_bundle_is_shown_literally_whatever_it_holds():
+    import markdown
+
+    from gpulesson.text import code_span
+
+    for name in ("aten::mm", "x` <img src=x onerror=alert(1)> `y", "a``b"):
+        html = markdown.markdown(f"| op |\n|---|\n| {code_span(name)} |", extensions=["tables"])
+        assert "<img" not in html and html.count("<code>") == 1

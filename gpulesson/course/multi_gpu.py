@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from gpulesson.memory.comm import BRIDGE_GPUS, LinkTime, RingRow, ZeroRow, formula
 from gpulesson.memory.parallel import BubbleRow, TensorParallelStep
 from gpulesson.tables import markdown_table
+from gpulesson.text import inert
 from gpulesson.timing.allreduce import AllReduceSweep, RingPrediction, size_label
 from gpulesson.units import GB, GIB, MIB
 
@@ -61,8 +62,8 @@ def sweep_markdown(sweep: AllReduceSweep, predictions: Sequence[RingPrediction])
     samples = sweep.timings[0].repeats
     bus = predictions[0].bus_bytes_per_s / 1e9 if predictions else 0.0
     lines = [
-        f"{sweep.backend} all-reduce of {sweep.dtype} tensors, {sweep.ranks} ranks on "
-        f"{sweep.device}{threads}, over {sweep.link}; the sum was "
+        f"{inert(sweep.backend)} all-reduce of {inert(sweep.dtype)} tensors, {sweep.ranks} "
+        f"ranks on {inert(sweep.device)}{threads}, over {inert(sweep.link)}; the sum was "
         f"{'checked and right' if sweep.check_ok else 'WRONG'}. Each time is the median of "
         f"{samples} samples, each sample the slowest rank's. The formula's column is "
         f"2(N-1)/N x size / {bus:,.3f} GB/s, the bus bandwidth of the largest size.",

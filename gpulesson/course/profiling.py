@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import html
 
+from gpulesson.text import code_span
 from gpulesson.timing.profile import (
     FirstAndSteady,
     GptStepProfile,
@@ -62,7 +63,7 @@ def _pct(fraction: float) -> str:
 
 
 def _name(row: OpStat) -> str:
-    return f"`{row.name}`"
+    return code_span(row.name)  # a reference bundle's op name, shown literally
 
 
 def _basis_note(p: StepProfile) -> str:
@@ -123,7 +124,7 @@ def regions_markdown(p: StepProfile) -> str:
     ]
     for r in p.regions():
         lines.append(
-            f"| `{r.name}` | {_ms(p.total_s(r))} | {_pct(p.region_share(r))} | "
+            f"| {code_span(r.name)} | {_ms(p.total_s(r))} | {_pct(p.region_share(r))} | "
             f"{_mib(p.memory_per_step_bytes(r))} |"
         )
     lines += [
@@ -145,7 +146,7 @@ def first_and_steady_markdown(pair: FirstAndSteady) -> str:
     ]
     for r in steady.regions():
         lines.append(
-            f"| `{r.name}` | {_mib(first.memory_per_step_bytes(first.op(r.name)))} | "
+            f"| {code_span(r.name)} | {_mib(first.memory_per_step_bytes(first.op(r.name)))} | "
             f"{_mib(steady.memory_per_step_bytes(r))} |"
         )
     lines += [
