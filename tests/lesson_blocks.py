@@ -222,6 +222,26 @@ def claims_after(run: PageRun, stem: str, block_id: str) -> list[claims.Claim]:
     return [c for b in (block_id, *fences_after(stem, block_id)) for c in by_block[b]]
 
 
+def run_on_a_cuda_build(monkeypatch, stem: str, block_id: str, rows) -> tuple[str, list]:
+    """Run one block as a CUDA build would, the suite stubbed to give back ``rows``.
+
+    On a fresh page of facts (left published for the test); returns what the block printed
+    and the ``(entry, device)`` pairs it asked the suite for.
+    """
+    from gpulesson.site import gpu_figures
+
+    asked: list[tuple[str, str]] = []
+    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: True)
+    monkeypatch.setattr(build_bundle, "applies", lambda entry, device: True)
+    monkeypatch.setattr(
+        build_bundle, "measure", lambda entry, device: asked.append((entry, device)) or rows
+    )
+    (code,) = [c for i, c in exec_blocks(stem) if i == block_id]
+    facts.reset()
+    facts.begin_page(f"lessons/{stem}.md")
+    return run_block(stem, block_id, code), asked
+
+
 def run_claims_after(stem: str, block_id: str) -> list[str]:
     """Evaluate the ``claim``/``describe`` blocks that follow python block ``block_id``.
 

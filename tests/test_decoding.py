@@ -356,24 +356,15 @@ def test_a_measured_bundle_gives_the_page_its_gpu_rows_back(run_cli, tmp_path, m
 
 
 def test_a_cuda_build_shows_the_gpu_decode_rows_the_suite_measured(monkeypatch):
-    from gpulesson.site import build_bundle, facts, gpu_figures
-    from tests.lesson_blocks import exec_blocks, run_block
+    from gpulesson.site import facts
+    from tests.lesson_blocks import run_on_a_cuda_build
 
     monkeypatch.setattr(entries_decode, "plan_for", lambda device, quick: TINY_PLAN)
     cpu = Device(
         type="cpu", name="cpu", total_bytes=8 * GIB, free_bytes=4 * GIB, count=0, capability=None
     )
     rows = tuple(entries_decode.run_decode(Context(device=cpu, quick=False)))
-    asked = []
-    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: True)
-    monkeypatch.setattr(build_bundle, "applies", lambda entry, device: True)
-    monkeypatch.setattr(
-        build_bundle, "measure", lambda entry, device: asked.append((entry, device)) or rows
-    )
-    (code,) = [c for i, c in exec_blocks("decoding") if i == "decoding-gpu"]
-    facts.reset()
-    facts.begin_page("lessons/decoding.md")
-    out = run_block("decoding", "decoding-gpu", code)
+    out, asked = run_on_a_cuda_build(monkeypatch, "decoding", "decoding-gpu", rows)
     assert asked == [("decode", "cuda")]
     assert "reference result bundle" not in out and "| 3 |" in out
     assert facts.value("decoding.gpu_max_batch") == 3

@@ -181,20 +181,11 @@ def test_the_gloo_entry_is_the_lesson_s_sweep_and_reads_back_whole():
 
 
 def test_a_build_with_gpus_shows_nccl_rows_the_suite_measured_not_a_bundle(monkeypatch):
-    from gpulesson.site import build_bundle, facts, gpu_figures
-    from tests.lesson_blocks import exec_blocks, run_block
+    from gpulesson.site import facts
+    from tests.lesson_blocks import run_on_a_cuda_build
 
     rows = tuple(entries_device.all_reduce_measurements(_sweep()))
-    asked = []
-    monkeypatch.setattr(gpu_figures, "build_has_gpu", lambda: True)
-    monkeypatch.setattr(build_bundle, "applies", lambda entry, device: True)
-    monkeypatch.setattr(
-        build_bundle, "measure", lambda entry, device: asked.append((entry, device)) or rows
-    )
-    (code,) = [c for i, c in exec_blocks("multi-gpu") if i == "multi-gpu-nccl"]
-    facts.reset()
-    facts.begin_page("lessons/multi-gpu.md")
-    out = run_block("multi-gpu", "multi-gpu-nccl", code)
+    out, asked = run_on_a_cuda_build(monkeypatch, "multi-gpu", "multi-gpu-nccl", rows)
     assert asked == [("all_reduce", "cuda")]
     assert "reference result bundle" not in out  # this build's own figures: no stamp
     assert "8 ranks on cuda, over test;" in out and "| 64 MiB |" in out  # the rows' own link
