@@ -91,6 +91,34 @@ def test_a_second_block_reads_the_first_block_s_figures_and_follows_them(tmp_pat
     assert (_runs(first), _runs(second)) == (2, 2)  # new figures: the reader ran again
 
 
+@pytest.mark.usefixtures("cache", "fresh_build")
+def test_a_file_an_entry_makes_reaches_its_block_and_a_later_one_fresh_and_cached(tmp_path):
+    counter = tmp_path / "runs"
+    block = (
+        '```python exec="on" id="{id}"\n'
+        "import hashlib\n"
+        "from gpulesson.site import build_bundle\n"
+        "{count}"
+        "rows = build_bundle.measure('profile_trace', 'cpu')\n"
+        "(trace,) = build_bundle.attachments('profile_trace', 'cpu').values()\n"
+        "size = next(m for m in rows if m.name == 'profile_trace.trace')\n"
+        "print('{id}', hashlib.sha256(trace).hexdigest() == size.params['sha256'], size.value)\n"
+        "```\n"
+    )
+    page = "# P\n\n" + block.format(id="first", count=f"open({str(counter)!r}, 'a').write('x')\n")
+    page += "\n" + block.format(id="second", count="")
+    seen = []
+    for _ in range(2):
+        build_bundle.reset()
+        facts.begin_page("p.md")
+        html = _convert(page)
+        (item,) = build_bundle.measured()
+        size = next(m for m in item.measurements if m.name == "profile_trace.trace")
+        assert f"first True {size.value}" in html and f"second True {size.value}" in html
+        seen.append(size.params["sha256"])
+    assert _runs(counter) == 1 and seen[0] == seen[1]  # the second build: from the cache
+
+
 def test_the_bundle_validates_names_this_machine_and_compare_reads_it(
     tmp_path, fresh_build, run_cli
 ):
@@ -246,6 +274,11 @@ def test_a_full_bundle_of_this_machine_is_read_instead_of_measuring_again(
         fresh = build_bundle.measure(ENTRY, "cpu")  # measured here: not this run's bundle
         assert fresh != saved.measurements
         build_bundle.end_block()
+    # rows that name a file (a trace) the bundle cannot hold: measured here, with the file
+    named = json.loads(json.dumps(data))
+    named["measurements"][0]["params"]["file"] = "trace.json.gz"
+    path.write_text(json.dumps(named))
+    assert build_bundle.measured_before(ENTRY, suite.Device.this("cpu"), str(path)) is None
     path.write_text("{}")
     with pytest.raises(ValueError, match=f"^{build_bundle.REUSE_ENV}: "):
         build_bundle.measure(ENTRY, "cpu")

@@ -4,9 +4,7 @@ A lesson block gets its measured figures from :func:`gpulesson.site.build_bundle
 which runs a suite entry (the code behind ``gpulesson measure``) once per build and puts
 its result into this build's bundle. This test reads every executed block of every lesson
 and lists the measuring calls it still makes itself: a ``measure*`` function, one of the
-sweeps in ``MEASURING``, the profiler or a clock. ``NOT_YET`` is the list of blocks not
-yet moved onto the suite; the test fails when a block not on it measures (a new second
-path) and when one on it no longer does (so the list only shrinks).
+sweeps in ``MEASURING``, the profiler or a clock; any is a second measuring path.
 """
 
 from __future__ import annotations
@@ -46,13 +44,6 @@ MEASURING = {
 CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "synchronize", "profile", "Timer"}
 _MEASURE_NAME = re.compile(r"^measure(_|$)")
 
-#: Blocks that still measure for themselves, by lesson and block id, with what they call.
-#: Each is to become a suite entry read through build_bundle.measure (issue 21).
-NOT_YET: dict[tuple[str, str], set[str]] = {
-    # Its Chrome trace, offered for download, is ~100 kB: more than a bundle's strings hold.
-    ("profiling", "profiling-regions"): {"profile", "profile_gpt_step"},
-}
-
 
 def measuring_calls(code: str) -> set[str]:
     """The measuring names a block imports or calls (``measure_x``, ``gpu.measure_x``...).
@@ -69,11 +60,17 @@ def measuring_calls(code: str) -> set[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.Attribute):
             reads_suite = isinstance(node.value, ast.Name) and node.value.id == "build_bundle"
-            names = [] if reads_suite else [node.attr]
+            # a result's .profile field is not the profiler: torch.profiler.profile is
+            field = node.attr == "profile" and _name(node.value) != "profiler"
+            names = [] if reads_suite or field else [node.attr]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             names = [node.func.id]
         found |= {n for n in names if _MEASURE_NAME.match(n) or n in MEASURING | CLOCKS}
     return found
+
+
+def _name(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
 
 
 def _every_block() -> dict[tuple[str, str], set[str]]:
@@ -86,16 +83,9 @@ def _every_block() -> dict[tuple[str, str], set[str]]:
     return out
 
 
-def test_no_lesson_block_measures_beyond_the_list_still_to_move():
+def test_no_lesson_block_measures_for_itself():
     found = _every_block()
-    new = {k: v for k, v in found.items() if k not in NOT_YET or v - NOT_YET[k]}
-    assert not new, f"blocks measuring for themselves: ask build_bundle.measure instead: {new}"
-
-
-def test_the_list_still_to_move_only_shrinks():
-    found = _every_block()
-    moved = {k: v for k, v in NOT_YET.items() if k not in found or found[k] != v}
-    assert not moved, f"these blocks no longer measure as listed: update NOT_YET: {moved}"
+    assert not found, f"blocks measuring for themselves: ask build_bundle.measure instead: {found}"
 
 
 @pytest.mark.parametrize(
@@ -105,10 +95,15 @@ def test_the_list_still_to_move_only_shrinks():
         "import time\nstart = time.perf_counter()",
         "from gpulesson.timing.bench import compare_devices\ncompare_devices('fp32')",
         "import torch\ntorch.cuda.synchronize()",
+        "import torch\nwith torch.profiler.profile() as prof:\n    pass",
     ],
 )
 def test_the_check_sees_a_measuring_call(code):
     assert measuring_calls(code)
+
+
+def test_a_result_s_profile_field_is_not_the_profiler():
+    assert not measuring_calls("print(g.profile.step_s)")
 
 
 def test_a_block_reading_the_suite_is_not_measuring():

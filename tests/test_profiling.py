@@ -454,6 +454,32 @@ def test_measure_writes_a_valid_bundle_of_the_profiling_entries(run_cli, tmp_pat
     assert pair is not None and set(REGIONS) <= {r.name for r in pair.steady.profile.ops}
 
 
+def test_the_trace_entry_keeps_the_trace_beside_rows_that_name_it(monkeypatch):
+    monkeypatch.setattr(entries_profiling, "PROFILE_CONFIG", TINY)
+    monkeypatch.setattr(entries_profiling, "PROFILE_BATCH", 2)
+    entry = suite.entry("profile_trace")
+    run = suite.run_suite(Context(CPU, quick=True), (entry,))
+    (attachment,) = run.attachments
+    assert attachment.name == "profile-step.json.gz" and not run.errors
+    trace = json.loads(gzip.decompress(attachment.data))
+    assert set(REGIONS) <= {e.get("name") for e in trace["traceEvents"]}
+    # a bundle holds the rows (the trace's size and hash), not the file
+    bundle = validate(to_dict(_bundle(run.measurements)))
+    size = bundle.measurement("profile_trace.trace")
+    assert size.value == len(attachment.data) and size.params["file"] == attachment.name
+    g = entries_profiling.traced_profile_from_measurements(
+        bundle.measurements, {attachment.name: attachment.data}
+    )
+    assert g is not None and g.profile.trace_gz == attachment.data
+    assert g.config == TINY and set(REGIONS) <= {r.name for r in g.profile.regions()}
+    assert g.profile.memory and g.profile.active == 1
+    # a trace that is not the one the rows name, or none, gives nothing
+    other = gzip.compress(b"{}")
+    read = entries_profiling.traced_profile_from_measurements
+    for files in ({attachment.name: other}, {}):
+        assert read(bundle.measurements, files) is None
+
+
 def test_the_entry_is_skipped_when_the_step_does_not_fit():
     tight = Context(replace(CPU, free_bytes=2**20), quick=True)
     (skipped,) = entries_profiling.run_profile_step(tight)

@@ -53,6 +53,7 @@ def test_the_registry_holds_the_issue_s_entries_once_each_in_run_order():
         "tf32_accuracy",
         "autocast_trace",
         "profile_step",
+        "profile_trace",  # the same step with its Chrome trace, kept by the site build
         "loader",
         "fusion",
         "alignment",

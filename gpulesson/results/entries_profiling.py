@@ -35,13 +35,21 @@ Its rows:
   memory over the recorded events as its series, the allocator's peak, and the peak of each
   region of the last step.
 
+``profile_trace`` profiles the same step once more with the profiler's Chrome trace kept
+(``schedule(wait=1, warmup=1, active=1)``, memory on): its step and every op row as
+``profile_trace.*`` (the rows above), ``profile_trace.trace`` (bytes: the compressed
+trace's size, its SHA-256 in params), and the trace itself as an
+:class:`~gpulesson.results.suite.Attachment` (``profile-step.json.gz``), which a bundle does
+not hold and the site build keeps for the page that offers it
+(:func:`traced_profile_from_measurements`).
+
 :func:`profile_run_from_measurements`, :func:`first_and_steady_from_measurements` and
 :func:`snapshot_from_measurements` read the rows back into the frozen results the
 lesson's renderers take. A GPU page reads the first four rows from a reference bundle on
 a CPU build (:data:`FACTS`).
 
 >>> [e.name for e in ENTRIES]
-['profile_step']
+['profile_step', 'profile_trace']
 >>> active_steps(quick=True), active_steps(quick=False)
 (3, 10)
 >>> op_slug("autograd::engine::evaluate_function: AddmmBackward0")
@@ -50,6 +58,8 @@ a CPU build (:data:`FACTS`).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -58,7 +68,7 @@ from dataclasses import dataclass
 from gpulesson.memory.gpt2 import GPT2Config, parameter_count
 from gpulesson.results.bundle import Measurement, Scalar, Series, Skipped
 from gpulesson.results.measurements import single
-from gpulesson.results.suite import Context, SuiteEntry
+from gpulesson.results.suite import Attachment, Context, SuiteEntry
 from gpulesson.timing.profile import (
     MATMUL_OPS,
     PROFILE_BATCH,
@@ -515,6 +525,51 @@ def snapshot_from_measurements(measurements: Sequence[Measurement]) -> SnapshotS
     )
 
 
+TRACE_ENTRY = "profile_trace"
+TRACE_FILE = "profile-step.json.gz"
+
+
+def run_profile_trace(context: Context) -> list[Measurement | Skipped | Attachment]:
+    """Profile the lesson's step once with its Chrome trace: the step and op rows, the
+    trace's size and hash, and the trace as an attachment; skipped when it does not fit."""
+    if not context.fits(needed_bytes()):
+        return [Skipped(TRACE_ENTRY, f"needs {needed_bytes() / 2**20:.0f} MiB free")]
+    g = profile_gpt_step(
+        PROFILE_CONFIG, PROFILE_BATCH, device=context.device.type, memory=True, trace=True
+    )
+    trace = g.profile.trace_gz or b""
+    rows = gpt_profile_measurements(g, prefix=TRACE_ENTRY, entry=TRACE_ENTRY)
+    size = single(
+        len(trace),
+        name=f"{TRACE_ENTRY}.trace",
+        entry=TRACE_ENTRY,
+        unit="bytes",
+        label="the profiled step's Chrome trace, gzip-compressed",
+        params={"file": TRACE_FILE, "sha256": hashlib.sha256(trace).hexdigest()},
+        note="The file is kept by the site build for the page that offers it, not in a bundle.",
+    )
+    return [*rows, size, Attachment(TRACE_ENTRY, TRACE_FILE, trace)]
+
+
+def traced_profile_from_measurements(
+    measurements: Sequence[Measurement], files: Mapping[str, bytes]
+) -> GptStepProfile | None:
+    """The traced profile ``profile_trace`` rows hold, its trace from ``files`` (by name);
+    None without the rows, or when the trace is missing or is not the file they name.
+
+    >>> traced_profile_from_measurements([], {}) is None
+    True
+    """
+    g = gpt_profile_from_measurements(measurements, TRACE_ENTRY)
+    named = next((m for m in measurements if m.name == f"{TRACE_ENTRY}.trace"), None)
+    if g is None or named is None:
+        return None
+    trace = files.get(str(named.params["file"]))
+    if trace is None or hashlib.sha256(trace).hexdigest() != named.params["sha256"]:
+        return None
+    return dataclasses.replace(g, profile=dataclasses.replace(g.profile, trace_gz=trace))
+
+
 ENTRIES = (
     SuiteEntry(
         name=ENTRY,
@@ -524,5 +579,13 @@ ENTRIES = (
         applies=lambda device: True,
         needs="nothing",
         run=run_profile_step,
+    ),
+    SuiteEntry(
+        name=TRACE_ENTRY,
+        description="the profiling lesson's step profiled once more with its Chrome trace: "
+        "step and op rows, the trace's size (the site build keeps the file)",
+        applies=lambda device: True,
+        needs="nothing",
+        run=run_profile_trace,
     ),
 )

@@ -66,7 +66,7 @@ ENTRY_MODULES: dict[str, tuple[str, ...]] = {
     "gpulesson.results.entries_allreduce": ("all_reduce_gloo",),
     "gpulesson.results.entries_compute": ("train_step",),
     "gpulesson.results.entries_precision": ("amp_step", "tf32_accuracy", "autocast_trace"),
-    "gpulesson.results.entries_profiling": ("profile_step",),
+    "gpulesson.results.entries_profiling": ("profile_step", "profile_trace"),
     "gpulesson.results.entries_feeding": ("loader", "fusion", "alignment", "copy_call"),
     "gpulesson.results.entries_syncs": ("syncs",),
     "gpulesson.results.entries_inside": ("cache_sweep", "strided", "attention", "fp8_matmul"),
@@ -144,7 +144,21 @@ class SuiteEntry:
     description: str
     applies: Callable[[Device], bool]
     needs: str  # what the device lacks when ``applies`` is False, said in the bundle
-    run: Callable[[Context], Iterable[Measurement | Skipped]]
+    run: Callable[[Context], Iterable[Measurement | Skipped | Attachment]]
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file an entry made beside its figures (the profiler's Chrome trace), as bytes.
+
+    A bundle holds figures, not files: an entry that makes one also returns a row naming it
+    (its size and hash), and only the site build keeps the bytes, for the page that offers
+    the file (:func:`gpulesson.site.build_bundle.attachment`).
+    """
+
+    entry: str
+    name: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -156,6 +170,7 @@ class SuiteResult:
     errors: tuple[Skipped, ...]
     ran: tuple[str, ...]
     wall_s: float
+    attachments: tuple[Attachment, ...] = ()
 
 
 def entries() -> tuple[SuiteEntry, ...]:
@@ -242,6 +257,7 @@ def run_suite(
     measurements: list[Measurement] = []
     skipped: list[Skipped] = []
     errors: list[Skipped] = []
+    attachments: list[Attachment] = []
     ran: list[str] = []
     started = time.perf_counter()
     for entry in chosen:
@@ -261,6 +277,8 @@ def run_suite(
         for item in produced:
             if isinstance(item, Skipped):
                 skipped.append(item)
+            elif isinstance(item, Attachment):
+                attachments.append(item)
             else:
                 measurements.append(item)
         if on_done:
@@ -271,4 +289,5 @@ def run_suite(
         errors=tuple(errors),
         ran=tuple(ran),
         wall_s=time.perf_counter() - started,
+        attachments=tuple(attachments),
     )

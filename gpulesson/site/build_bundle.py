@@ -19,6 +19,10 @@ it), its provenance from the same probe as ``build-record.json``. Entries measur
 second device (the CPU rows of a CUDA build) go to ``build-bundle-<device>.json``: a
 bundle is one device's.
 
+An entry that makes a file as well (the profiler's trace: a
+:class:`~gpulesson.results.suite.Attachment`) keeps it with its measurements, which a
+bundle does not: :func:`attachments` gives a block the files of the entry it measured.
+
 An entry runs once per build. A block that asks for an entry an earlier block of the build
 measured (on any page) gets those measurements back without running anything, and the
 execution cache records the read as a dependency (``measured:<device>/<entry>`` with the
@@ -42,6 +46,7 @@ the bundle lacks. The GPU evidence run (``tests/benchmarks/gpu_evidence.py``) bu
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -67,6 +72,7 @@ DEPENDENCY = "measured:"  # the prefix of a cache dependency on another block's 
 _block: list[dict[str, Any]] = []
 _available: dict[str, Mapping[str, Any]] = {}
 _reads: dict[str, str] = {}
+_files: dict[str, dict[str, bytes]] = {}
 _build: list[Measured] = []
 _raw: dict[str, Mapping[str, Any]] = {}
 
@@ -101,6 +107,7 @@ def begin_block(available: Mapping[str, Mapping[str, Any]] | None = None) -> Non
     """A block starts: it has measured nothing yet; ``available`` is the build's so far."""
     _block.clear()
     _reads.clear()
+    _files.clear()
     _available.clear()
     _available.update(available or {})
 
@@ -137,6 +144,7 @@ def measure(entry: str, device: str) -> tuple[Measurement, ...]:
     earlier = _available.get(key(device, entry))
     if earlier is not None:  # an earlier block of this build measured it: never twice
         _reads[DEPENDENCY + key(device, entry)] = digest(earlier)
+        _files[key(device, entry)] = _decoded(earlier.get("files", {}))
         return tuple(bundle_module.measurement_from_dict(m) for m in earlier["measurements"])
     if device not in DEVICES:
         raise ValueError(f"device={device!r} is not one of {', '.join(DEVICES)}")
@@ -155,9 +163,36 @@ def measure(entry: str, device: str) -> tuple[Measurement, ...]:
             "wall_s": result.wall_s,
             "measurements": [bundle_module.measurement_to_dict(m) for m in result.measurements],
             "skipped": [{"entry": s.entry, "reason": s.reason} for s in result.skipped],
+            "files": {a.name: base64.b64encode(a.data).decode("ascii") for a in result.attachments},
         }
     )
+    _files[key(device, entry)] = {a.name: a.data for a in result.attachments}
     return result.measurements
+
+
+def attachments(entry: str, device: str) -> dict[str, bytes]:
+    """The files suite entry ``entry`` made on ``device`` beside its measurements, by name
+    (ask :func:`measure` first); empty when it made none.
+
+    >>> begin_block({"cpu/x": {"device": "cpu", "entry": "x", "wall_s": 0.0,
+    ...     "measurements": [], "skipped": [], "files": {"t.gz": "AQI="}}})
+    >>> measure("x", "cpu"), attachments("x", "cpu")
+    ((), {'t.gz': b'\\x01\\x02'})
+    >>> attachments("y", "cpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: suite entry 'y' was not measured on cpu in this block: measure it first
+    """
+    found = _files.get(key(device, entry))
+    if found is None:
+        raise ValueError(
+            f"suite entry {entry!r} was not measured on {device} in this block: measure it first"
+        )
+    return dict(found)
+
+
+def _decoded(files: Mapping[str, str]) -> dict[str, bytes]:
+    return {name: base64.b64decode(text) for name, text in files.items()}
 
 
 def measured_before(entry: str, device: Any, path: str) -> Any:
@@ -177,6 +212,8 @@ def measured_before(entry: str, device: Any, path: str) -> Any:
     p = found.provenance
     same_machine = p.device_type == device.type and p.device_name == _device_name(device)
     rows = tuple(m for m in found.measurements if m.entry == entry)
+    if any("file" in m.params for m in rows):  # a bundle holds no files: measure them here
+        return None
     if not same_machine or p.suite.quick or entry not in p.suite.entries or not rows:
         return None
     skipped = tuple(s for s in found.skipped if s.entry == entry)
