@@ -7,6 +7,7 @@ real site hook, several times, and reads which blocks ran from ``exec-timings.js
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from tests.test_exec_cache import _project, _run_build, _statuses
 
 pytestmark = pytest.mark.site
+FIXTURES = Path(__file__).parent / "fixtures" / "bundles"
 
 
 def _fence(block_id: str, code: str) -> str:
@@ -75,6 +77,23 @@ def test_each_input_a_block_read_reruns_it_and_nothing_else(tmp_path):
     scan = project / "gpulesson" / "errors" / "scan.py"
     scan.write_text(scan.read_text() + "\n# a comment\n")
     assert _ran(_ok(project, cache_dir, FOO_SETTING="on")) == {"scan"}
+
+
+def test_a_folder_a_block_looked_for_in_vain_reruns_it_when_it_appears(tmp_path):
+    """The first reference bundle reaches the blocks that found none (they listed nothing)."""
+    cache_dir = tmp_path / "cache"
+    code = (
+        "from gpulesson.results.compare import load_dir\n"
+        'print("bundles:", len(load_dir("results/reference", "reference")))'
+    )
+    project = _project(tmp_path, {"index.md": "# B\n\n" + _fence("bundles", code)})
+    assert _ran(_ok(project, cache_dir)) == {"bundles"}
+    assert "bundles: 0" in _html(project)
+    assert _ran(_ok(project, cache_dir)) == set()
+    (project / "results" / "reference").mkdir(parents=True)
+    shutil.copy(FIXTURES / "fixture_h100.json", project / "results" / "reference")
+    assert _ran(_ok(project, cache_dir)) == {"bundles"}
+    assert "bundles: 1" in _html(project)
 
 
 def test_a_module_the_imported_module_imports_is_in_the_key(tmp_path):

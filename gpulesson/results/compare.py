@@ -23,6 +23,7 @@ repository's folder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Sequence
@@ -164,6 +165,10 @@ def load_dir(folder: str | Path, source: str) -> tuple[Sourced, ...]:
     try:
         mode = os.lstat(folder).st_mode
     except FileNotFoundError:
+        # Try to list it anyway: a site build's execution cache records the attempt (an
+        # audit event), so a block that found no bundles runs again once the folder appears.
+        with contextlib.suppress(OSError):
+            os.listdir(folder)
         return ()
     except OSError as exc:
         raise BundleError(str(folder), f"cannot read the folder ({exc.strerror})") from None
