@@ -1,9 +1,9 @@
 """The lesson ``feeding.md``: its renderers and texts.
 
-Its pictures and tables: the loader runs, fusion, hidden syncs, the copy call and the
-measured rows.
+Its pictures and tables: the loader runs, fusion, hidden syncs and the measured GPU rows
+(the host copies and the copy call among them).
 
-Rendering for the lesson "Feeding the GPU": loader runs, fusion, shapes, syncs, copy calls.
+Rendering for the lesson "Feeding the GPU": loader runs, fusion, shapes, syncs, GPU rows.
 
 The compute modules (:mod:`gpulesson.timing.loader`, :mod:`~gpulesson.timing.fusion`,
 :mod:`~gpulesson.timing.alignment`, :mod:`~gpulesson.timing.syncs`) return the result
@@ -28,7 +28,7 @@ from gpulesson.text import inert
 from gpulesson.timing.fusion import FusionResult
 from gpulesson.timing.loader import LoaderComparison, LoaderRun
 from gpulesson.timing.results import LaunchOverhead, Spread
-from gpulesson.timing.syncs import CopyCall, Probe, SyncCheck
+from gpulesson.timing.syncs import Probe, SyncCheck
 
 if TYPE_CHECKING:
     from gpulesson.results.bundle import Measurement
@@ -140,30 +140,6 @@ def syncs_markdown(checks: Sequence[SyncCheck]) -> str:
         said = "a synchronization" if c.hidden_sync else "stays on the device"
         warned = f"yes ({c.warnings} warning{'s' if c.warnings > 1 else ''})" if c.warned else "no"
         lines.append(f"| `{c.name}` | {said} | {warned} |")
-    return "\n".join(lines)
-
-
-def copy_call_markdown(r: CopyCall) -> str:
-    """How long one host-to-device copy call held the host, pageable against pinned.
-
-    >>> from gpulesson.timing.syncs import HostHold
-    >>> r = CopyCall(n_bytes=2**26, pageable=HostHold(kind="pageable", samples_s=(5e-3,)),
-    ...              pinned=HostHold(kind="pinned, non_blocking", samples_s=(1e-5,)),
-    ...              copy=HostHold(kind="copy (pinned, with barriers)", samples_s=(2e-3,)))
-    >>> print(copy_call_markdown(r).splitlines()[2])
-    | `dst.copy_(pageable)` | 5,000 | 1 |
-    """
-    mib = r.n_bytes / 2**20
-    lines = [
-        f"| one copy of {mib:,.0f} MiB to the GPU | host held in the call (µs) | samples |",
-        "|---|---:|---:|",
-        f"| `dst.copy_(pageable)` | {r.pageable.median_s * 1e6:,.0f} | {r.pageable.repeats} |",
-        f"| `dst.copy_(pinned, non_blocking=True)` | {r.pinned.median_s * 1e6:,.1f} | "
-        f"{r.pinned.repeats} |",
-        f"| the copy itself, timed with barriers | {r.copy.median_s * 1e6:,.0f} | "
-        f"{r.copy.repeats} |",
-    ]
-    lines += _spread_warnings([("copy", r.copy)])
     return "\n".join(lines)
 
 

@@ -1,7 +1,7 @@
 """The lesson ``roofline.md``: its renderers and texts.
 
-Its pictures and tables: the roofline table and chart, the precision and host-link figures
-and the datasheet table.
+Its pictures and tables: the roofline table and chart, the host-link table and the
+datasheet table.
 
 Renderers take the frozen results of the topic packages and return Markdown, HTML or chart
 markup; nothing here measures. See :mod:`gpulesson.course`.
@@ -17,7 +17,6 @@ from gpulesson.timing import charts
 from gpulesson.timing.results import (
     LinkBandwidth,
     Placement,
-    PrecisionTraffic,
     Roofline,
 )
 from gpulesson.timing.teaching import (
@@ -90,23 +89,6 @@ def roofline_chart(roof: Roofline) -> str:
         spec,
         caption="The roofline and the operations under it: every value is in the tables above.",
     )
-
-
-def precision_markdown(p: PrecisionTraffic) -> str:
-    """The fp32-vs-bf16 add as a small table."""
-    lines = [
-        f"| c = a + b, {p.fp32.flops:,} elements on {p.fp32.device} | bytes moved (MiB) "
-        "| median (ms) | GB/s |",
-        "|---|---:|---:|---:|",
-    ]
-    for op in (p.fp32, p.bf16):
-        lines.append(
-            f"| {op.dtype} | {op.bytes_moved / MIB:,.0f} | {_ms(op.median_s)} | "
-            f"{op.bytes_per_s / GB:,.1f} |"
-        )
-    lines += ["", f"bf16 moves half the bytes and runs {p.speedup:.2f}x as fast here."]
-    lines += _warnings([p.fp32, p.bf16])
-    return "\n".join(lines)
 
 
 def link_markdown(link: LinkBandwidth | None) -> str:

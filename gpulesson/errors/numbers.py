@@ -114,7 +114,6 @@ class NcclNumbers:
     timeout_s: float | None = None
     elapsed_s: float | None = None
     error_class: str | None = None
-    error_text: str | None = None
     nccl_version: str | None = None
     last_error: str | None = None
 
@@ -428,7 +427,6 @@ def nccl_numbers(haystack: Haystack) -> NcclNumbers:
     last = _LAST_ERROR.match(haystack.raw, at) if at != -1 else None
     return NcclNumbers(
         error_class=error_class.group(1) if error_class else NCCL_ERROR_CLASSES.get(text or ""),
-        error_text=text,
         nccl_version=version.group(1) if version else None,
         last_error=last.group(1).decode("utf-8", errors="replace").strip() if last else None,
     )

@@ -73,11 +73,6 @@ class Step:
         """Bandwidth before over bandwidth after."""
         return self.before_bytes_per_s / self.after_bytes_per_s
 
-    @property
-    def at_bytes(self) -> float:
-        """Where the step sits: the geometric middle of its two sizes."""
-        return (self.before_bytes * self.after_bytes) ** 0.5
-
 
 @dataclass(frozen=True, kw_only=True)
 class Sweep:

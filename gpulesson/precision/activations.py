@@ -74,11 +74,6 @@ class SavedBytes:
     activations_bytes: int
     by_dtype: dict[str, int]
 
-    @property
-    def extra_bytes(self) -> int:
-        """What the saved tensors add to memory: activations plus weight copies."""
-        return self.activations_bytes + self.weight_copies_bytes
-
 
 def saved_for_backward(
     model: nn.Module, inputs: tuple[Any, ...], device: str, dtype: torch.dtype | None

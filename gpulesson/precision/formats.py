@@ -218,17 +218,15 @@ def to_format(values: torch.Tensor, name: str) -> torch.Tensor:
 class CastResult:
     """One value stored in one format: what it became, and how.
 
-    ``outcome`` is one of ``OUTCOMES``; ``relative_error`` is None when the value
-    became inf or 0 (nothing of it is left to compare).
+    ``outcome`` is one of "exact", "rounded", "subnormal", "overflow to inf" and
+    "underflow to 0"; ``relative_error`` is None when the value became inf or 0 (nothing of
+    it is left to compare).
     """
 
     format: str
     stored: float
     outcome: str
     relative_error: float | None
-
-
-OUTCOMES = ("exact", "rounded", "subnormal", "overflow to inf", "underflow to 0")
 
 
 def outcome(value: float, stored: float, smallest_normal: float) -> CastResult:
@@ -417,7 +415,6 @@ def summarize_casts(probes: Sequence[CastProbe]) -> dict[str, CastSummary]:
 
 # Below 16 bits: the formats of current tensor cores (fp8 on Hopper and Ada, MX and FP4 on
 # Blackwell). Their bit layouts and largest values are from the sources each row names.
-OCP_FP8 = "https://www.opencompute.org/documents/ocp-8-bit-floating-point-specification-ofp8-revision-1-0-2023-12-01-pdf-1"
 OCP_MX = "https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf"
 FP8_PAPER = "https://arxiv.org/abs/2209.05433"
 NVFP4_BLOG = "https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/"

@@ -32,9 +32,8 @@ import torch
 
 from gpulesson.results.datasheets import Datasheet, all_rows
 
-CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
-
-# Compute capability of each NVIDIA datasheet row (NVIDIA's list at CUDA_GPUS_URL).
+# Compute capability of each NVIDIA datasheet row, from NVIDIA's list at
+# https://developer.nvidia.com/cuda-gpus
 CAPABILITIES: dict[str, tuple[int, int]] = {
     "t4": (7, 5),
     "l4": (8, 9),

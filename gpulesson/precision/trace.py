@@ -43,8 +43,6 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-AMP_OP_REFERENCE = "https://pytorch.org/docs/stable/amp.html#autocast-op-reference"
-
 # Autocast's three behaviours, as PyTorch's op reference names its lists.
 LOWER = "16-bit"  # "Ops that can autocast to float16" (CUDA) / "to bfloat16" (CPU)
 FP32 = "fp32"  # "Ops that can autocast to float32"
@@ -83,8 +81,8 @@ class OpPolicy:
     cpu: str
 
 
-# From the op reference's lists (AMP_OP_REFERENCE). On CPU the loss is listed as
-# cross_entropy_loss; scaled_dot_product_attention is on the CPU list only.
+# From the op reference's lists (linked in the module docstring). On CPU the loss is listed
+# as cross_entropy_loss; scaled_dot_product_attention is on the CPU list only.
 POLICIES: dict[str, OpPolicy] = {
     p.op: p
     for p in (

@@ -21,9 +21,9 @@ schema sees anything, what a page cannot carry:
 Each refusal raises :class:`FieldError`, a ``ValueError`` with one printable line naming
 the field (a JSON path such as ``measurements[3].params.flop``) and what to do.
 
->>> parse_json('{"a": [1, 2.5, "x"]}')
+>>> loads_strict('{"a": [1, 2.5, "x"]}')
 {'a': [1, 2.5, 'x']}
->>> parse_json('{"a": NaN}')
+>>> check_values(loads_strict('{"a": NaN}'))
 Traceback (most recent call last):
 ...
 gpulesson.results.bundle_input.FieldError: a: NaN is not a finite number: write a number \
@@ -323,13 +323,6 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Refused:
             return _Refused("this key appears twice in one object: keep one of them", key)
         out[key] = value
     return out
-
-
-def parse_json(text: str) -> Any:
-    """Parse bundle JSON strictly: the depth first, then the parser, then every value."""
-    data = loads_strict(text)
-    check_values(data)
-    return data
 
 
 def loads_strict(text: str) -> Any:

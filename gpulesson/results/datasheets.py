@@ -92,14 +92,6 @@ class Source:
     kind: str = "vendor"
 
 
-INTERCONNECT_FIELDS = (
-    "nvlink_stated_gb_per_s",
-    "pcie_stated_gb_per_s",
-    "pcie_generation",
-    "stated",
-)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Interconnect:
     """A GPU's links as its datasheet states them: per GPU, both directions added (GB/s).

@@ -38,8 +38,6 @@ from gpulesson.site.course_rules import unquoted
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = "docs/notebooks"
 REGENERATE = "python -m gpulesson.site.notebooks"
-#: What a notebook shows for a claim or describe block (its figures exist only in a build).
-COMPUTED_AT_BUILD = "Figures computed when the site is built: see the lesson page."
 
 
 @dataclass(frozen=True)

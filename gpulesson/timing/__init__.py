@@ -16,9 +16,10 @@ as page -> function -> result -> renderer (modules of this package):
 - timing, the async illusion: ``bench.async_illusion`` -> ``results.IllusionResult`` ->
   ``render.illusion_markdown``
 - roofline: ``roofline.measure_roofline`` -> ``results.Roofline`` ->
-  ``render.roofline_markdown`` and ``render.roofline_chart``; precision and host link:
-  ``roofline.measure_precision_traffic`` / ``measure_link`` -> ``results.PrecisionTraffic`` /
-  ``LinkBandwidth`` -> ``render.precision_markdown`` / ``link_markdown``
+  ``gpulesson.course.roofline.roofline_markdown`` and ``roofline_chart``; the bf16 add
+  beside the fp32 one: ``roofline.measure_add`` -> ``results.PrecisionTraffic``; the host
+  link: ``gpulesson.results.entries_device.link_from_measurements`` ->
+  ``results.LinkBandwidth`` -> ``gpulesson.course.roofline.link_markdown``
 - ``gpulesson bench``: ``bench.sweep`` -> ``results.MatmulResult`` -> ``render.to_text`` and
   ``render.to_json``
 

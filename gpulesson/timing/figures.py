@@ -27,9 +27,7 @@ from dataclasses import dataclass
 
 WIDTH_PX = 720
 KINDS = 6  # colour classes gl-k0 .. gl-k5
-FONT_PX = 12
 ROW_PX = 26
-LEFT_PX = 170
 
 
 def kind_class(index: int) -> str:

@@ -270,11 +270,6 @@ class LaunchTiming(Spread):
     samples_s: tuple[float, ...]
     calls_per_sample: int
 
-    @property
-    def calls_per_s(self) -> float:
-        """How many such calls fit in a second."""
-        return 1.0 / self.median_s
-
 
 @dataclass(frozen=True)
 class LaunchOverhead:

@@ -3,8 +3,8 @@
 Every measurement here is timed by ``gpulesson.timing.bench`` (warm-up, barriers, median
 of many samples) and keeps its FLOP and byte counts beside its time, so the
 roofline's bandwidth roof, compute roof and ridge point all come from this build's
-machine. The results (``Roofline``, ``PrecisionTraffic``, ``LinkBandwidth``) live in
-``gpulesson.timing.results``; ``gpulesson.timing.render`` renders them. Used by the
+machine. The results (an ``OpResult`` per operation, the ``Roofline`` of them) live in
+``gpulesson.timing.results``; :mod:`gpulesson.course.roofline` renders them. Used by the
 lesson ``roofline.md``.
 
 >>> op = measure_bandwidth(n_bytes=4 * MIB, min_run_time_s=0.01)
@@ -23,11 +23,10 @@ from gpulesson.timing.bench import (
     TORCH_DTYPES,
     DevicePlan,
     measure_matmul,
-    measure_transfer,
     plan_for,
     time_samples,
 )
-from gpulesson.timing.results import LinkBandwidth, OpResult, PrecisionTraffic, Roofline
+from gpulesson.timing.results import OpResult, Roofline
 from gpulesson.units import MIB
 
 
@@ -147,23 +146,3 @@ def measure_roofline(device: str = "cpu", plan: DevicePlan | None = None) -> Roo
         large,
     )
     return Roofline(device=device, bandwidth=bandwidth, peak=large, ops=ops)
-
-
-def measure_precision_traffic(device: str = "cpu", n_elements: int = 8 * 2**20) -> PrecisionTraffic:
-    """Time c = a + b on the same element count in fp32 and in bf16."""
-    run = plan_for(device).min_run_time_s
-    return PrecisionTraffic(
-        fp32=measure_add(device, n_elements * 4, "fp32", run),
-        bf16=measure_add(device, n_elements * 2, "bf16", run),
-    )
-
-
-def measure_link(device: str, n: int = 4096) -> LinkBandwidth:
-    """Copy two n x n fp32 operands host-to-device (pageable, pinned) and on the device."""
-    if device == "cpu":
-        raise ValueError("a host-to-device link needs a GPU: use cuda or mps")
-    run = plan_for(device).min_run_time_s
-    pageable = measure_transfer(n, device, "fp32", False, run)
-    pinned = measure_transfer(n, device, "fp32", True, run) if device == "cuda" else None
-    on_device = measure_bandwidth(device, plan_for(device).stream_bytes, min_run_time_s=run)
-    return LinkBandwidth(device=device, pageable=pageable, pinned=pinned, on_device=on_device)

@@ -153,7 +153,7 @@ class CopyCall:
     ...              pageable=HostHold(kind="pageable", samples_s=(1e-3,)),
     ...              pinned=HostHold(kind="pinned, non_blocking", samples_s=(1e-5,)),
     ...              copy=HostHold(kind="copy", samples_s=(5e-4,)))
-    >>> r.pinned_share_of_copy
+    >>> r.pinned.median_s / r.copy.median_s  # the call's share of the copy it queued
     0.02
     """
 
@@ -161,11 +161,6 @@ class CopyCall:
     pageable: HostHold
     pinned: HostHold
     copy: HostHold
-
-    @property
-    def pinned_share_of_copy(self) -> float:
-        """The non-blocking call's host time as a share of the copy it queued."""
-        return self.pinned.median_s / self.copy.median_s
 
 
 def measure_copy_call(
