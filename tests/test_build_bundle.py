@@ -199,6 +199,13 @@ def test_a_cache_entry_without_its_measurements_is_damaged(tmp_path):
     del entry["measured"]
     path.write_text(json.dumps(entry))
     assert store.get_entry(key) is None
+    # a file kept beside the measurements (a trace) that is not base64 text: damaged too
+    assert store.put(key, "out", 0.1, measured=[{"measurements": [], "files": {"t": "AQI="}}])
+    assert store.get_entry(key) is not None
+    entry = json.loads(path.read_text())
+    entry["measured"][0]["files"]["t"] = "%%"
+    path.write_text(json.dumps(entry))
+    assert store.get_entry(key) is None
 
 
 def test_the_built_site_carries_this_build_s_bundle(built_site):
@@ -276,7 +283,7 @@ def test_a_full_bundle_of_this_machine_is_read_instead_of_measuring_again(
         build_bundle.end_block()
     # rows that name a file (a trace) the bundle cannot hold: measured here, with the file
     named = json.loads(json.dumps(data))
-    named["measurements"][0]["params"]["file"] = "trace.json.gz"
+    named["measurements"][0]["params"][suite.ATTACHMENT_PARAM] = "trace.json.gz"
     path.write_text(json.dumps(named))
     assert build_bundle.measured_before(ENTRY, suite.Device.this("cpu"), str(path)) is None
     path.write_text("{}")

@@ -466,7 +466,8 @@ def test_the_trace_entry_keeps_the_trace_beside_rows_that_name_it(monkeypatch):
     # a bundle holds the rows (the trace's size and hash), not the file
     bundle = validate(to_dict(_bundle(run.measurements)))
     size = bundle.measurement("profile_trace.trace")
-    assert size.value == len(attachment.data) and size.params["file"] == attachment.name
+    assert size.value == len(attachment.data)
+    assert size.params[suite.ATTACHMENT_PARAM] == attachment.name
     g = entries_profiling.traced_profile_from_measurements(
         bundle.measurements, {attachment.name: attachment.data}
     )

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from gpulesson.memory.gpt2 import GPT2Config, parameter_count
 from gpulesson.results.bundle import Measurement, Scalar, Series, Skipped
 from gpulesson.results.measurements import single
-from gpulesson.results.suite import Attachment, Context, SuiteEntry
+from gpulesson.results.suite import ATTACHMENT_PARAM, Attachment, Context, SuiteEntry
 from gpulesson.timing.profile import (
     MATMUL_OPS,
     PROFILE_BATCH,
@@ -545,7 +545,7 @@ def run_profile_trace(context: Context) -> list[Measurement | Skipped | Attachme
         entry=TRACE_ENTRY,
         unit="bytes",
         label="the profiled step's Chrome trace, gzip-compressed",
-        params={"file": TRACE_FILE, "sha256": hashlib.sha256(trace).hexdigest()},
+        params={ATTACHMENT_PARAM: TRACE_FILE, "sha256": hashlib.sha256(trace).hexdigest()},
         note="The file is kept by the site build for the page that offers it, not in a bundle.",
     )
     return [*rows, size, Attachment(TRACE_ENTRY, TRACE_FILE, trace)]
@@ -564,7 +564,7 @@ def traced_profile_from_measurements(
     named = next((m for m in measurements if m.name == f"{TRACE_ENTRY}.trace"), None)
     if g is None or named is None:
         return None
-    trace = files.get(str(named.params["file"]))
+    trace = files.get(str(named.params[ATTACHMENT_PARAM]))
     if trace is None or hashlib.sha256(trace).hexdigest() != named.params["sha256"]:
         return None
     return dataclasses.replace(g, profile=dataclasses.replace(g.profile, trace_gz=trace))

@@ -4,7 +4,7 @@ An entry is a :class:`SuiteEntry`: a name, a one-line description, ``applies(dev
 (does it make sense on this device?), ``needs`` (said when it does not), and ``run(context)``
 returning :class:`~gpulesson.results.bundle.Measurement` objects (and, for a part that
 could not run, a :class:`~gpulesson.results.bundle.Skipped` saying why: a dtype this GPU
-refuses, say). Entries live in the
+refuses, say; for a file it made beside them, an :class:`Attachment`). Entries live in the
 modules listed in ``ENTRY_MODULES``, each of which defines a tuple ``ENTRIES``; the suite
 runs them in that order. To add a row from a lesson (decode tokens/s, a training step's
 FLOP/s for MFU, all-reduce bus bandwidth...):
@@ -71,6 +71,9 @@ ENTRY_MODULES: dict[str, tuple[str, ...]] = {
     "gpulesson.results.entries_syncs": ("syncs",),
     "gpulesson.results.entries_inside": ("cache_sweep", "strided", "attention", "fp8_matmul"),
 }
+
+# The param of the row that names an Attachment (a bundle that has the row lacks the file).
+ATTACHMENT_PARAM = "attachment"
 
 # Share of free device memory (or available RAM) one entry's buffers may take.
 MEMORY_BUDGET_SHARE = 0.5
@@ -152,8 +155,9 @@ class Attachment:
     """A file an entry made beside its figures (the profiler's Chrome trace), as bytes.
 
     A bundle holds figures, not files: an entry that makes one also returns a row naming it
-    (its size and hash), and only the site build keeps the bytes, for the page that offers
-    the file (:func:`gpulesson.site.build_bundle.attachment`).
+    (its size, its SHA-256, the file's name in ``params[ATTACHMENT_PARAM]``), and only the
+    site build keeps the bytes, for the page that offers the file
+    (:func:`gpulesson.site.build_bundle.attachments`).
     """
 
     entry: str

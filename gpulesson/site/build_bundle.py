@@ -212,7 +212,7 @@ def measured_before(entry: str, device: Any, path: str) -> Any:
     p = found.provenance
     same_machine = p.device_type == device.type and p.device_name == _device_name(device)
     rows = tuple(m for m in found.measurements if m.entry == entry)
-    if any("file" in m.params for m in rows):  # a bundle holds no files: measure them here
+    if any(suite.ATTACHMENT_PARAM in m.params for m in rows):  # no files in a bundle: measure
         return None
     if not same_machine or p.suite.quick or entry not in p.suite.entries or not rows:
         return None

@@ -62,6 +62,7 @@ False
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import json
@@ -439,6 +440,27 @@ def block_key(code: str, options: Mapping[str, Any], context: CacheContext) -> s
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _valid_measured(m: Any) -> bool:
+    """One suite entry a cached block measured: its measurements, and files as base64 text.
+
+    >>> _valid_measured({"measurements": [], "files": {"t.gz": "AQI="}})
+    True
+    >>> _valid_measured({"measurements": [], "files": {"t.gz": "not base64!"}})
+    False
+    """
+    if not isinstance(m, dict) or "measurements" not in m:
+        return False
+    files = m.get("files", {})
+    if not isinstance(files, dict):
+        return False
+    try:
+        for text in files.values():
+            base64.b64decode(text, validate=True)  # a str or bytes, else TypeError
+    except (ValueError, TypeError):  # binascii.Error is a ValueError
+        return False
+    return True
+
+
 def _valid_record(record: Any) -> bool:
     return (
         isinstance(record, dict)
@@ -498,7 +520,7 @@ class ResultStore:
                 and isinstance(deps, dict)
                 and all(isinstance(v, str | None) for v in deps.values())
                 and isinstance(measured, list)
-                and all(isinstance(m, dict) and "measurements" in m for m in measured)
+                and all(_valid_measured(m) for m in measured)
                 and entry["output_sha256"] == hashlib.sha256(output.encode()).hexdigest()
             )
         except FileNotFoundError:
