@@ -1,6 +1,6 @@
 """``mkdocs serve`` shows a package edit on the next rebuild: the site hook starts a new block
-worker when a package file changed (nothing is purged from ``sys.modules``), and keeps the
-worker when nothing did."""
+worker when a package file changed (nothing is purged from ``sys.modules``), takes the spare
+worker when a data file a module read changed, and keeps the worker when nothing did."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ PAGE = (
     "# Home\n\n"
     '```python exec="on" id="value"\n'
     "from gpulesson import serve_fixture\n"
-    'print("value: " + serve_fixture.VALUE)\n'
+    'print("value: " + serve_fixture.VALUE + ", data: " + serve_fixture.DATA)\n'
     "```\n"
 )
 
@@ -62,8 +62,13 @@ def test_serve_shows_a_package_edit_on_the_next_rebuild(tmp_path):
         REPO / "gpulesson", project / "gpulesson", ignore=shutil.ignore_patterns("__pycache__")
     )
     module = project / "gpulesson" / "serve_fixture.py"
-    module.write_text('VALUE = "first"\n')
+    module_text = (
+        "from pathlib import Path\n"
+        'DATA = Path(__file__).parents[1].joinpath("docs", "data.txt").read_text().strip()\n'
+    )
+    module.write_text(module_text + 'VALUE = "first"\n')
     (project / "docs").mkdir()
+    (project / "docs" / "data.txt").write_text("one\n")
     (project / "docs" / "index.md").write_text(PAGE)
     (project / "mkdocs.yml").write_text(MKDOCS_YML)
     port = _free_port()
@@ -80,10 +85,13 @@ def test_serve_shows_a_package_edit_on_the_next_rebuild(tmp_path):
     )
     try:
         url = f"http://127.0.0.1:{port}/"
-        _page_when(url, "value: first", 240)
+        _page_when(url, "value: first, data: one", 240)
         time.sleep(1)  # a new modification time, even on a coarse clock
-        module.write_text('VALUE = "second"\n')
-        _page_when(url, "value: second", 240)
+        module.write_text(module_text + 'VALUE = "second"\n')
+        _page_when(url, "value: second, data: one", 240)
+        time.sleep(3)  # the spare worker starts after each rebuild; let it boot and probe
+        (project / "docs" / "data.txt").write_text("two\n")  # read by the module: stale
+        _page_when(url, "value: second, data: two", 240)
         (project / "docs" / "index.md").write_text(PAGE + "\nA prose edit.\n")
         _page_when(url, "A prose edit.", 240)
     finally:
@@ -96,4 +104,5 @@ def test_serve_shows_a_package_edit_on_the_next_rebuild(tmp_path):
         log.close()
     output = (tmp_path / "serve.log").read_text()
     assert output.count("package files changed: starting a new block worker") == 1, output[-3000:]
+    assert output.count("files the block worker's modules read changed") == 1, output[-3000:]
     assert "Traceback" not in output, output[-3000:]

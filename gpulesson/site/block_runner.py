@@ -10,7 +10,9 @@ request starts a new worker, so one bad block costs one block, not the build.
 
 The worker is reused for every block of the build (torch is imported once, by the
 probe) and, under ``mkdocs serve``, across rebuilds until the package changes
-(``site.hooks`` compares :attr:`BlockRunner.signature` and starts a new one).
+(``site.hooks`` compares :attr:`BlockRunner.signature` and starts a new one). There a
+spare worker boots and probes between rebuilds (:meth:`BlockRunner.keep_spare`), so a
+rebuild that needs a new worker does not wait for torch to load.
 
 >>> import pathlib
 >>> runner = BlockRunner(package_parent=pathlib.Path(__file__).resolve().parents[2])
@@ -113,6 +115,7 @@ def _read_frames(stream: IO[bytes], frames: queue.Queue[bytes | None]) -> None:
 class _Worker:
     process: subprocess.Popen[bytes]
     frames: queue.Queue[bytes | None] = field(default_factory=queue.Queue)
+    unread: int = 1  # answers it owes before the next request's (its "ready" at first)
 
 
 class BlockRunner:
@@ -127,6 +130,7 @@ class BlockRunner:
         self.starts = 0  # workers started so far
         self.signature = ""  # what the code it runs looked like (set by site.hooks)
         self._worker: _Worker | None = None
+        self._spare: _Worker | None = None  # started ahead, for mkdocs serve (keep_spare)
         self._setup: dict[str, Any] | None = None
 
     @property
@@ -156,9 +160,47 @@ class BlockRunner:
                 return started
         return self._exchange(message, limit_s, time.perf_counter())
 
-    def close(self) -> None:
-        """Stop the worker (asked first, killed if it does not stop)."""
+    def keep_spare(self, requests: list[dict[str, Any]]) -> None:
+        """Start a second worker now and queue the setup and ``requests`` (the probe) for it.
+
+        It boots while nothing else runs (``mkdocs serve`` between rebuilds), so the next
+        worker the build needs answers at once; it gets the setup again when it takes
+        over, so files it read since it started are checked like any worker's.
+        """
+        if self._setup is None or (self._spare is not None and self._spare.process.poll() is None):
+            return
+        self._stop(self._spare)
+        spare = self._launch()
+        assert spare.process.stdin is not None
+        try:
+            for message in (self._setup, *requests):
+                write_message(spare.process.stdin, message)
+                spare.unread += 1
+        except OSError:  # it ended at once: the next worker starts the usual way
+            self._stop(spare)
+            return
+        self._spare = spare
+
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the worker (asked first, killed if it does not stop).
+
+        With ``wait=False`` the worker is asked to stop and a thread waits for it, so a
+        build that needs a new worker does not wait for the old one's exit.
+        """
         worker, self._worker = self._worker, None
+        if wait:
+            self._stop(worker)
+        elif worker is not None:
+            threading.Thread(target=self._stop, args=(worker,), daemon=True).start()
+
+    def shutdown(self) -> None:
+        """Stop the worker and the spare (:meth:`keep_spare`)."""
+        self.close()
+        spare, self._spare = self._spare, None
+        self._stop(spare)
+
+    @classmethod
+    def _stop(cls, worker: _Worker | None) -> None:
         if worker is None:
             return
         try:
@@ -168,10 +210,9 @@ class BlockRunner:
         except (OSError, subprocess.TimeoutExpired):
             worker.process.kill()
             worker.process.wait()
-        self._close_pipes(worker)
+        cls._close_pipes(worker)
 
-    def _start(self, limit_s: float) -> Reply:
-        start = time.perf_counter()
+    def _launch(self) -> _Worker:
         process = subprocess.Popen(
             [self.python, "-c", _BOOT, str(self.package_parent)],
             stdin=subprocess.PIPE,
@@ -182,12 +223,27 @@ class BlockRunner:
         threading.Thread(
             target=_read_frames, args=(process.stdout, worker.frames), daemon=True
         ).start()
-        self._worker = worker
         self.starts += 1
         if self.starts == 1:
-            atexit.register(self.close)
-        ready = self._answer(limit_s, start)
-        if ready.status != "ok" or self._setup is None:
+            atexit.register(self.shutdown)
+        return worker
+
+    def _start(self, limit_s: float) -> Reply:
+        start = time.perf_counter()
+        spare, self._spare = self._spare, None
+        if spare is not None and spare.process.poll() is not None:
+            self._stop(spare)  # a spare that ended on its own is not used
+            spare = None
+        worker = spare if spare is not None else self._launch()
+        self._worker = worker
+        while True:  # "ready", then a spare's answers to what was queued for it
+            ready = self._answer(limit_s, start)
+            if ready.status != "ok":
+                return ready
+            worker.unread -= 1
+            if worker.unread == 0:
+                break
+        if self._setup is None:
             return ready
         return self._exchange(self._setup, limit_s, start)
 

@@ -51,6 +51,7 @@ True
 from __future__ import annotations
 
 import ast
+import functools
 import html
 import json
 import math
@@ -171,6 +172,7 @@ def fact_names(rule: str) -> list[str]:
     return names
 
 
+@functools.lru_cache(maxsize=1024)  # flip_margin checks one rule hundreds of times
 def _parse(rule: str) -> ast.Expression:
     try:
         tree = ast.parse(rule, mode="eval")

@@ -143,7 +143,7 @@ def _start_worker(
     )
     if runner is not None and not fits:
         log.info("package files changed: starting a new block worker")
-        runner.close()
+        runner.shutdown()
     if not fits:
         runner = block_runner.BlockRunner(package_parent=package_dir.parent)
     reply = runner.set_up(setup, limit_s)
@@ -152,7 +152,7 @@ def _start_worker(
             "files the block worker's modules read changed (%s): starting a new one",
             ", ".join(reply.data["stale"][:3]),
         )
-        runner.close()
+        runner.close(wait=False)
         reply = runner.set_up(setup, limit_s)
     runner.signature = signature
     data = reply.data
@@ -466,8 +466,27 @@ def _report_claims(checked: list[claims.Claim]) -> None:
             )
 
 
+def on_startup(command: str, dirty: bool) -> None:
+    """Note whether MkDocs serves: only then is a spare worker kept between rebuilds."""
+    _state["serving"] = command == "serve"
+
+
 def on_post_build(config: Any) -> None:
-    """Write the build record, this build's bundle and the execution timings into the site."""
+    """Write the build record, this build's bundle and the execution timings into the site.
+
+    Under ``mkdocs serve``, a spare worker then starts and probes while the reader edits,
+    so a rebuild that needs a new worker (a data file its modules read changed) gets one
+    at once.
+    """
+    try:
+        _post_build(config)
+    finally:
+        runner = exec_cache.settings().runner
+        if _state.get("serving") and runner is not None:
+            runner.keep_spare([{"op": "probe"}])
+
+
+def _post_build(config: Any) -> None:
     checked = claims.claims()
     Path(config["site_dir"], RECORD_FILE).write_text(record_json(_record(), checked))
     _report_claims(checked)
@@ -494,4 +513,4 @@ def on_shutdown() -> None:
     """Stop the block worker when MkDocs exits (``mkdocs serve`` keeps it between builds)."""
     runner = exec_cache.settings().runner
     if runner is not None:
-        runner.close()
+        runner.shutdown()
