@@ -350,10 +350,12 @@ def test_throughput_chart_rows_are_each_bundles_measurements_unchanged(tmp_path)
     ]
     assert {r["series"] for r in rows} == {f"[1] {bundles[0].device}"}
     assert {r["reader"] for r in rows} == {False}
-    assert spec["usermeta"]["gl_overlay"] == {
-        "dataset": results_render.OVERLAY_DATASET,
-        "reader_colour": charts.READER_COLOUR,
-    }
+    overlay = spec["usermeta"]["gl_overlay"]
+    assert overlay["dataset"] == results_render.OVERLAY_DATASET
+    assert overlay["reader_colour"] == charts.READER_COLOUR
+    drawn = re.compile(overlay["rows"])  # the rows compare.js adds: those the filter keeps
+    assert f"test(/{overlay['rows']}/, datum.name)" == spec["transform"][0]["filter"]
+    assert drawn.match("matmul.fp32.n1024") and not drawn.match("matmul_sweep.fp32")
     assert "usermeta" not in results_render.throughput_chart(bundles)  # no reader: no overlay
 
 

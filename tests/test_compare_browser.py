@@ -346,6 +346,11 @@ def test_this_build_s_own_bundle_is_read_and_an_unknown_version_refused(page, bu
     assert json.loads(own.read_text())["schema_version"] == 2
     _choose(page, own)
     assert page.locator("[data-gl-compare]").get_attribute("data-state") == "shown"
+    # results/ holds no bundle yet and a CPU build sweeps no matmul.<dtype>.n<size> rows: the
+    # course's throughput chart stays hidden, not drawn empty (vega would warn on teardown)
+    names = [m["name"] for m in json.loads(own.read_text())["measurements"]]
+    assert not [n for n in names if n.startswith("matmul.")]
+    assert page.locator(".gl-compare-course figure[data-gl-chart]").first.is_hidden()
     data = json.loads((FIXTURES / "fixture_t4.json").read_text())
     data["schema_version"] = 3
     later = tmp_path / "later.json"

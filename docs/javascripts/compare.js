@@ -260,7 +260,10 @@
       var spec = clone(base);
       if (bundle) {
         var series = "yours: " + bundle.provenance.device_name;
-        spec.datasets[meta.dataset] = spec.datasets[meta.dataset].concat(bundle.measurements.map(function (m) {
+        var drawn = new RegExp(meta.rows);  /* only the rows the chart draws: none leaves it hidden */
+        spec.datasets[meta.dataset] = spec.datasets[meta.dataset].concat(bundle.measurements.filter(function (m) {
+          return drawn.test(m.name);
+        }).map(function (m) {
           return { series: series, colour: meta.reader_colour, reader: true, name: m.name, unit: m.unit,
             value: m.value, dtype: m.dtype === undefined ? null : m.dtype };
         }));

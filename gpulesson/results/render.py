@@ -293,7 +293,8 @@ def browser_data(bundles: Sequence[Sourced], datasheet_rows: Sequence[Any]) -> d
 OVERLAY_DATASET = "measurements"
 # Reference series take these colours; the reader's own is charts.READER_COLOUR.
 _REFERENCE_COLOURS = tuple(charts.colour(i) for i in (0, 2, 3, 4))
-_MATMUL_BY_SIZE = "test(/^matmul[.][a-z0-9]+[.]n[0-9]+$/, datum.name)"
+_MATMUL_NAME = "^matmul[.][a-z0-9]+[.]n[0-9]+$"  # the rows the chart draws: matmul.<dtype>.n<size>
+_MATMUL_BY_SIZE = f"test(/{_MATMUL_NAME}/, datum.name)"
 _SIZE_FROM_NAME = "toNumber(replace(datum.name, /^matmul[.][a-z0-9]+[.]n/, ''))"
 #: The smallest and largest n ``gpulesson measure`` sweeps (``entries_matmul.PLANS``): the size
 #: axis is exactly this span, so bundles line up and a bundle with one size still has an axis.
@@ -339,8 +340,10 @@ def throughput_chart(bundles: Sequence[Sourced], *, reader: bool = False) -> dic
 
     The chart of the lesson "Why GPUs win at training", for every bundle. Its data is the
     named dataset :data:`OVERLAY_DATASET` of :func:`measurement_rows`; with ``reader``,
-    ``usermeta.gl_overlay`` tells compare.js where to add the reader's rows and in which
-    colour, so the reader's series lands on the same chart.
+    ``usermeta.gl_overlay`` tells compare.js where to add the reader's rows, which of them
+    the chart draws (``rows``, a pattern of names: a bundle without such rows leaves the
+    chart hidden, not drawn empty) and in which colour, so the reader's series lands on the
+    same chart.
 
     >>> spec = throughput_chart([], reader=True)
     >>> spec["usermeta"]["gl_overlay"]["dataset"], spec["datasets"]["measurements"]
@@ -432,7 +435,11 @@ def throughput_chart(bundles: Sequence[Sourced], *, reader: bool = False) -> dic
     }
     if reader:
         spec["usermeta"] = {
-            "gl_overlay": {"dataset": OVERLAY_DATASET, "reader_colour": charts.READER_COLOUR}
+            "gl_overlay": {
+                "dataset": OVERLAY_DATASET,
+                "rows": _MATMUL_NAME,
+                "reader_colour": charts.READER_COLOUR,
+            }
         }
     return spec
 
