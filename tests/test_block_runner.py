@@ -17,10 +17,17 @@ def _children() -> set[int]:
     return {p.pid for p in psutil.Process(os.getpid()).children() if p.is_running()}
 
 
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:  # it ended between the listing and this look
+        return False
+
+
 def _gone(pids: set[int], deadline_s: float = 20.0) -> bool:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        if not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids):
+        if not any(_running(p) for p in pids):
             return True
         time.sleep(0.1)
     return False

@@ -173,6 +173,34 @@ def test_a_bundle_that_does_not_validate_is_not_written_and_says_where(tmp_path,
     assert not (tmp_path / build_bundle.BUNDLE_FILE).exists()
 
 
+def test_a_rebuild_with_the_same_figures_skips_validation_and_a_changed_one_does_not(
+    tmp_path, fresh_build, monkeypatch
+):
+    """mkdocs serve writes the bundle on every rebuild: the same figures (only the time they
+    were written differs) are validated once per process, changed figures every time."""
+    (m,) = build_bundle.measure(ENTRY, "cpu")
+    build_bundle.end_block()
+    good = bundle_module.measurement_to_dict(m)
+
+    def record(row: dict) -> None:  # the same block again, as a rebuild records it
+        entry = {"device": "cpu", "entry": ENTRY, "wall_s": 0.1, "skipped": []}
+        build_bundle.record("p.md", "b", [entry | {"measurements": [row]}])
+
+    validated = []
+    original = bundle_module.validate
+    monkeypatch.setattr(bundle_module, "validate", lambda d: validated.append(1) or original(d))
+    report = probe.probe()
+    record(good)
+    assert build_bundle.write(tmp_path, report) == [] and len(validated) == 1
+    record(good)
+    assert build_bundle.write(tmp_path, report) == [] and len(validated) == 1
+    written = json.loads((tmp_path / build_bundle.BUNDLE_FILE).read_text())
+    assert written["measurements"] == [good]
+    record(good | {"value": max(m.samples) * 10})  # a changed figure, past its samples
+    (problem,) = build_bundle.write(tmp_path, report)
+    assert len(validated) == 2 and problem.startswith("build-bundle.json: measurements[0].")
+
+
 def test_a_second_device_gets_its_own_file():
     assert build_bundle.file_name("cuda", ["cpu", "cuda"]) == "build-bundle.json"
     assert build_bundle.file_name("cpu", ["cpu", "cuda"]) == "build-bundle-cpu.json"
