@@ -19,6 +19,7 @@ import contextlib
 import io
 import os
 import runpy
+import shutil
 import stat
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from filelock import FileLock
 from pytest_markdown_docs.plugin import MarkdownDocstringCodeModule
 
 from gpulesson import probe as probe_module
-from gpulesson.site import block_outputs
+from gpulesson.site import block_outputs, exec_cache
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -296,6 +297,19 @@ def mkdocs_build(
         text=True,
         timeout=timeout_s,
     )
+
+
+def warm_cache(target: Path) -> Path:
+    """A copy of the repository build's execution cache at ``target``, for a copy's build.
+
+    Cache entries name the files a block read relative to the repository, so a copy of it
+    reuses every block whose inputs the copy left as they are and runs the rest (a fixture
+    that calls this asks for ``built_site`` first, so the cache is filled).
+    """
+    source = exec_cache.cache_dir(REPO, os.environ)
+    if source.is_dir():
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".*.tmp"))
+    return target
 
 
 @pytest.fixture(scope="session")

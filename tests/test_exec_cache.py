@@ -435,6 +435,28 @@ def test_recorded_dependencies_are_compared_by_hash_value_and_listing(tmp_path):
     assert exec_cache.dependencies_hold(recorded, {}, {"FOO_SETTING": "a"})
 
 
+
+def test_a_copy_of_the_repository_checks_what_was_read_against_its_own_files(tmp_path):
+    """Files under the repository are named relative to it: a copy reuses an entry when its
+    own files are the same, and not when they differ, wherever the original's files are."""
+    original, copy = tmp_path / "repo", tmp_path / "copy"
+    (original / "docs").mkdir(parents=True)
+    (original / "docs" / "q.yml").write_text("answer: 1")
+    shutil.copytree(original, copy)
+    reads = {"files": [str(original / "docs" / "q.yml")], "listings": [str(original / "docs")]}
+    names = exec_cache.dependencies(reads, original)
+    assert names == ["file:docs/q.yml", "listing:docs"]
+    recorded = {name: exec_cache.dependency_value(name, {}, original) for name in names}
+    assert None not in recorded.values()
+    assert exec_cache.dependencies_hold(recorded, {}, {}, copy)
+    (copy / "docs" / "q.yml").write_text("answer: 2")  # the copy differs, the original not
+    assert not exec_cache.dependencies_hold(recorded, {}, {}, copy)
+    assert exec_cache.dependencies_hold(recorded, {}, {}, original)
+    (copy / "docs" / "q.yml").write_text("answer: 1")
+    (copy / "docs" / "new.yml").write_text("")  # a new name in the copy's folder
+    assert not exec_cache.dependencies_hold(recorded, {}, {}, copy)
+    assert exec_cache.dependency_value("file:docs/q.yml", {}) is None  # no base: nothing
+
 # --- blocks that fail, exit, crash, hang, warn or print too much --------------------------
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import mkdocs_build
+from tests.conftest import mkdocs_build, warm_cache
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json"
@@ -54,15 +54,29 @@ def _table_after(page: str, title: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def bundle_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def bundle_site(tmp_path_factory: pytest.TempPathFactory, built_site: Path) -> Path:
+    """A copy's build with the fixture bundle; the blocks that look at results/ run again."""
     tmp = tmp_path_factory.mktemp("gpu-rows")
     copy = tmp / "repo"
     shutil.copytree(REPO, copy, ignore=_skip, symlinks=True)
     (copy / "results" / "reference").mkdir(parents=True, exist_ok=True)
     shutil.copy(FIXTURE, copy / "results" / "reference" / FIXTURE.name)
-    result = mkdocs_build(tmp / "site", root=copy, GPULESSON_CACHE_DIR=str(tmp / "cache"))
+    cache = warm_cache(tmp / "cache")
+    result = mkdocs_build(tmp / "site", root=copy, GPULESSON_CACHE_DIR=str(cache))
     assert result.returncode == 0, result.stderr[-4000:]
+    (tmp / "build.log").write_text(result.stderr, encoding="utf-8")
     return tmp / "site"
+
+
+@pytest.mark.site
+def test_the_copy_reuses_the_repository_s_cache_and_reruns_what_reads_results(bundle_site):
+    """The copy's blocks that read nothing the copy changed come from the cache; the ones
+    that look at results/ (where the fixture bundle appeared) run again."""
+    log = (bundle_site.parent / "build.log").read_text(encoding="utf-8")
+    counts = re.search(r"executed blocks: \d+ on \d+ pages? \((\d+) ran, (\d+) from cache", log)
+    assert counts, log[-2000:]
+    ran, cached = int(counts[1]), int(counts[2])
+    assert ran > 0 and cached > 0, counts[0]
 
 
 @pytest.mark.site

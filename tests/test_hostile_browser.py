@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from gpulesson.site.exec_cache import CACHE_DIR_ENV
+from tests.conftest import warm_cache
 from tests.test_compare_browser import CHROMIUM, LAUNCH_ARGS, _serve, _Watched
 
 pytestmark = pytest.mark.browser
@@ -62,8 +64,11 @@ def _copy_repository(target: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The course built strictly from a copy whose results/ holds the hostile bundles."""
+def hostile_site(tmp_path_factory: pytest.TempPathFactory, built_site: Path) -> Path:
+    """The course built strictly from a copy whose results/ holds the hostile bundles.
+
+    The copy starts from the repository build's cache: the blocks that read results/ run.
+    """
     root = tmp_path_factory.mktemp("hostile-repo")
     _copy_repository(root)
     for folder, pattern in (("reference", "reference_*.json"), ("community", "community_*.json")):
@@ -74,7 +79,11 @@ def hostile_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=root,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        env={
+            **os.environ,
+            "NO_MKDOCS_2_WARNING": "1",
+            CACHE_DIR_ENV: str(warm_cache(tmp_path_factory.mktemp("hostile-cache") / "c")),
+        },
         capture_output=True,
         text=True,
         timeout=900,

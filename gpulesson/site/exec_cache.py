@@ -89,7 +89,7 @@ TIMEOUT_ENV = "GPULESSON_BLOCK_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 600.0
 OUTPUT_LIMIT_CHARS = 200_000  # 40 times the longest output a lesson prints today
 DEFAULT_CACHE_DIR = Path(".cache", "gpulesson-exec")
-SCHEMA = 5
+SCHEMA = 6  # 6: files under the repository are named relative to it
 LANGUAGES = ("python", "py")
 # Variables of these families are in every block's key (libraries read them in C, unseen).
 ENV_FAMILIES = ("GPULESSON_", "OMP_", "MKL_", "CUDA_", "TORCH_", "PYTORCH_")
@@ -184,6 +184,8 @@ class ExecSettings:
     counted: list[tuple[str | None, str | None, str | None]] = field(default_factory=list)
     # this build's hashes of files and folders, by dependency name (see dependency_value)
     hashes: dict[str, str | None] = field(default_factory=dict)
+    # the repository: what blocks read under it is recorded relative to it (see dependencies)
+    base_dir: Path | None = None
 
 
 def _truthy(value: str | None) -> bool:
@@ -271,16 +273,27 @@ def machinery_sha256(package_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def dependencies(reads: Mapping[str, Any]) -> list[str]:
+def dependencies(reads: Mapping[str, Any], base: Path | None = None) -> list[str]:
     """The dependency names of what a block read: ``file:``, ``listing:`` and ``env:``.
+
+    A file or folder under ``base`` (the repository) is named relative to it, so a copy of
+    the repository checks the entry against its own files (:func:`dependency_value`).
 
     >>> dependencies({"modules": ["/r/m.py"], "files": ["/r/q.yml"], "listings": ["/r/d"],
     ...               "environ": [["FOO", "1"]]})
     ['file:/r/m.py', 'file:/r/q.yml', 'listing:/r/d', 'env:FOO']
+    >>> dependencies({"files": ["/r/docs/q.yml", "/elsewhere/x"]}, base=Path("/r"))
+    ['file:docs/q.yml', 'file:/elsewhere/x']
     """
-    names = [f"file:{path}" for path in reads.get("modules", ())]
-    names += [f"file:{path}" for path in reads.get("files", ())]
-    names += [f"listing:{path}" for path in reads.get("listings", ())]
+
+    def named(path: str) -> str:
+        if base is not None and Path(path).is_relative_to(base):
+            return Path(path).relative_to(base).as_posix()
+        return path
+
+    names = [f"file:{named(path)}" for path in reads.get("modules", ())]
+    names += [f"file:{named(path)}" for path in reads.get("files", ())]
+    names += [f"listing:{named(path)}" for path in reads.get("listings", ())]
     names += [f"env:{name}" for name, _value in reads.get("environ", ())]
     return names
 
@@ -295,10 +308,11 @@ def _listing_sha256(folder: Path) -> str | None:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
-def dependency_value(name: str, environ: Mapping[str, str]) -> str | None:
+def dependency_value(name: str, environ: Mapping[str, str], base: Path | None = None) -> str | None:
     """What a dependency is now: a file's hash, a folder listing's hash, a variable's value.
 
-    None when the file or folder is absent, or the variable unset.
+    None when the file or folder is absent, or the variable unset. A relative path is
+    under ``base`` (see :func:`dependencies`); without a base it names nothing.
 
     >>> dependency_value("env:FOO", {"FOO": "1"}), dependency_value("env:FOO", {})
     ('1', None)
@@ -311,6 +325,10 @@ def dependency_value(name: str, environ: Mapping[str, str]) -> str | None:
     if name.startswith(build_bundle.DEPENDENCY):
         return build_bundle.current(name)
     path = Path(target)
+    if not path.is_absolute():
+        if base is None:
+            return None
+        path = base / path
     if kind == "listing":
         return _listing_sha256(path)
     return _file_sha256(path)
@@ -343,7 +361,10 @@ def _file_sha256(path: Path) -> str | None:
 
 
 def dependencies_hold(
-    recorded: Mapping[str, str | None], hashes: dict[str, str | None], environ: Mapping[str, str]
+    recorded: Mapping[str, str | None],
+    hashes: dict[str, str | None],
+    environ: Mapping[str, str],
+    base: Path | None = None,
 ) -> bool:
     """True when every recorded dependency is as it was; ``hashes`` memoises files and folders.
 
@@ -354,10 +375,10 @@ def dependencies_hold(
     """
     for name, value in recorded.items():
         if name.startswith(("env:", build_bundle.DEPENDENCY)):  # not memoised: they change
-            now = dependency_value(name, environ)
+            now = dependency_value(name, environ, base)
         else:
             if name not in hashes:
-                hashes[name] = dependency_value(name, environ)
+                hashes[name] = dependency_value(name, environ, base)
             now = hashes[name]
         if now != value:
             return False
@@ -769,7 +790,7 @@ def cached_runner(
             if policy.read:
                 entry = store.get_entry(key)
                 if entry is not None and dependencies_hold(
-                    entry.dependencies, settings.hashes, os.environ
+                    entry.dependencies, settings.hashes, os.environ, settings.base_dir
                 ):
                     settings.counted.append((id, session, extra.get("title")))
                     facts.begin_block(block_id)
@@ -811,10 +832,12 @@ def cached_runner(
             build_bundle.record(page, block_id, measured)
             output, output_chars = limit_output(data["output"])
             if cacheable and policy.write and store is not None:
-                names = dependencies(data.get("reads", {}))
+                names = dependencies(data.get("reads", {}), settings.base_dir)
                 for name in names:  # the block may have written them: hash them anew
                     settings.hashes.pop(name, None)
-                deps = {name: dependency_value(name, os.environ) for name in names}
+                deps = {
+                    name: dependency_value(name, os.environ, settings.base_dir) for name in names
+                }
                 deps.update(data.get("measured_reads", {}))
                 store.put(key, output, elapsed_s, published, records, output_chars, deps, measured)
             status = "ran" if cacheable else "uncacheable"

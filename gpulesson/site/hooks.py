@@ -201,7 +201,12 @@ def _set_up_exec_cache(
     store = exec_cache.ResultStore(exec_cache.cache_dir(config_dir, os.environ))
     exec_cache.configure(
         exec_cache.ExecSettings(
-            store=store, context=context, policy=policy, runner=runner, limit_s=limit_s
+            store=store,
+            context=context,
+            policy=policy,
+            runner=runner,
+            limit_s=limit_s,
+            base_dir=config_dir,
         )
     )
     superfences = config["mdx_configs"].setdefault("pymdownx.superfences", {})
