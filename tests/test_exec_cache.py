@@ -435,7 +435,6 @@ def test_recorded_dependencies_are_compared_by_hash_value_and_listing(tmp_path):
     assert exec_cache.dependencies_hold(recorded, {}, {"FOO_SETTING": "a"})
 
 
-
 def test_a_copy_of_the_repository_checks_what_was_read_against_its_own_files(tmp_path):
     """Files under the repository are named relative to it: a copy reuses an entry when its
     own files are the same, and not when they differ, wherever the original's files are."""
@@ -456,6 +455,7 @@ def test_a_copy_of_the_repository_checks_what_was_read_against_its_own_files(tmp
     (copy / "docs" / "new.yml").write_text("")  # a new name in the copy's folder
     assert not exec_cache.dependencies_hold(recorded, {}, {}, copy)
     assert exec_cache.dependency_value("file:docs/q.yml", {}) is None  # no base: nothing
+
 
 # --- blocks that fail, exit, crash, hang, warn or print too much --------------------------
 
