@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -134,6 +136,22 @@ def test_mkdocs_loads_its_hooks_from_the_site_package():
     hooks = [line.strip()[2:] for line in config.split("hooks:")[1].split("\n\n")[0].splitlines()]
     hooks = [h for h in hooks if h.endswith(".py")]
     assert hooks and all(h.startswith("gpulesson/site/") for h in hooks), hooks
+
+
+def test_the_build_process_imports_no_torch():
+    """Torch loads in the block worker only (hooks.py): the hooks mkdocs loads, imported in a
+    fresh Python, leave torch out, so a build does not pay for the import twice."""
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    hooks = re.findall(r"^  - (gpulesson/site/\w+)\.py$", config, re.M)
+    assert hooks, "no hooks found in mkdocs.yml"
+    code = "import importlib, sys\n" + "".join(
+        f"importlib.import_module({h.replace('/', '.')!r})\n" for h in hooks
+    )
+    code += "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]", result.stdout[:500]
 
 
 # --- one room per lesson: topic packages compute, gpulesson/course renders, site builds -----

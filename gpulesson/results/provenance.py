@@ -23,7 +23,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import torch
 
 from gpulesson import __version__
 from gpulesson.probe import ProbeReport, probe
@@ -140,6 +139,8 @@ def collect(
     nvml: ModuleType | None = None,
 ) -> Provenance:
     """Describe this machine and run; ``report`` and ``nvml`` can be given for tests."""
+    import torch  # here, not at the top: the site's hooks read package_commit without torch
+
     report = report or probe()
     facts = device_facts(device, report)
     if device == "cuda":
