@@ -23,7 +23,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-
 from gpulesson import __version__
 from gpulesson.probe import ProbeReport, probe
 from gpulesson.results import datasheets
