@@ -97,7 +97,7 @@ class Content:
 # --- reading YAML ---------------------------------------------------------------
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when built
     """YAML's safe loader, refusing a field given twice in one entry."""
 
 
