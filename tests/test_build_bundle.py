@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from gpulesson import probe
 from gpulesson.results import bundle as bundle_module
 from gpulesson.site import build_bundle, exec_cache, facts
 from tests.test_exec_cache import _convert, _runs, cache  # noqa: F401 (cache: a fixture)
 
+REPO = Path(__file__).resolve().parents[1]
 ENTRY = "launch_overhead"  # the cheapest entry that times something on a CPU (0.1 s)
 
 
@@ -199,6 +204,37 @@ def test_a_rebuild_with_the_same_figures_skips_validation_and_a_changed_one_does
     record(good | {"value": max(m.samples) * 10})  # a changed figure, past its samples
     (problem,) = build_bundle.write(tmp_path, report)
     assert len(validated) == 2 and problem.startswith("build-bundle.json: measurements[0].")
+
+
+def test_writing_the_bundle_imports_no_torch_and_names_the_worker_s_thread_count(
+    tmp_path, fresh_build
+):
+    """The build's own process writes the bundle from what its worker reported (the probe, and
+    torch's thread count where the suite ran), so it never imports torch itself."""
+    (m,) = build_bundle.measure(ENTRY, "cpu")
+    build_bundle.end_block()
+    block = {"device": "cpu", "entry": ENTRY, "wall_s": 0.1, "skipped": []}
+    block["measurements"] = [bundle_module.measurement_to_dict(m)]
+    worker_threads = torch.get_num_threads() + 3  # not the count this process would read
+    (tmp_path / "report.pickle").write_bytes(pickle.dumps(probe.probe()))
+    (tmp_path / "block.json").write_text(json.dumps(block))
+    code = (
+        "import json, pickle, sys\n"
+        "from pathlib import Path\n"
+        "from gpulesson.site import build_bundle\n"
+        "here = Path(sys.argv[1])\n"
+        "report = pickle.loads((here / 'report.pickle').read_bytes())\n"
+        "build_bundle.record('p.md', 'b', [json.loads((here / 'block.json').read_text())])\n"
+        f"print(build_bundle.write(here, report, {worker_threads}))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["[]", "[]"], result.stdout[:500]
+    written = bundle_module.load(tmp_path / build_bundle.BUNDLE_FILE)
+    assert written.provenance.cpu_threads == worker_threads
 
 
 def test_a_second_device_gets_its_own_file():

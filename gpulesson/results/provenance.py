@@ -131,15 +131,31 @@ def device_facts(device: str, report: ProbeReport) -> dict[str, Any]:
     }
 
 
+def _torch_version() -> str:
+    import torch  # here, not at the top: the site's hooks read package_commit without torch
+
+    return str(torch.__version__)
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 def collect(
     device: str,
     suite: SuiteRun,
     report: ProbeReport | None = None,
     nvml: ModuleType | None = None,
+    cpu_threads: int | None = None,
 ) -> Provenance:
-    """Describe this machine and run; ``report`` and ``nvml`` can be given for tests."""
-    import torch  # here, not at the top: the site's hooks read package_commit without torch
+    """Describe this machine and run; ``report`` and ``nvml`` can be given for tests.
 
+    ``cpu_threads`` is torch's thread count in the process that ran the suite (a build's
+    block worker); without it, this process's. Torch is imported only to read what the
+    caller did not give, so a build's own process stays without it.
+    """
     report = report or probe()
     facts = device_facts(device, report)
     if device == "cuda":
@@ -157,11 +173,11 @@ def collect(
         driver_version=report.driver.version,
         driver_cuda_version=report.driver.cuda_version,
         cuda_version=report.torch_cuda_build,
-        torch_version=report.torch_version or str(torch.__version__),
+        torch_version=report.torch_version or _torch_version(),
         python_version=platform.python_version(),
         platform=report.platform,
         cpu_model=report.cpu_model,
-        cpu_threads=torch.get_num_threads(),
+        cpu_threads=cpu_threads if cpu_threads is not None else _torch_threads(),
         gpulesson_version=__version__,
         gpulesson_commit=package_commit(),
         created_utc=utc_now(),

@@ -312,8 +312,9 @@ def file_name(device: str, devices: Iterable[str]) -> str:
     return BUNDLE_FILE if device == main else f"build-bundle-{device}.json"
 
 
-def bundles(report: Any) -> dict[str, Bundle]:
-    """This build's bundles by site file name; provenance from the build's probe ``report``."""
+def bundles(report: Any, cpu_threads: int | None = None) -> dict[str, Bundle]:
+    """This build's bundles by site file name; provenance from the build's probe ``report``
+    and the thread count of the worker that measured (``cpu_threads``)."""
     from gpulesson.results import provenance
 
     devices = {m.device for m in _build}
@@ -326,22 +327,25 @@ def bundles(report: Any) -> dict[str, Bundle]:
             entries=tuple(m.entry for m in done),
         )
         out[file_name(device, devices)] = Bundle(
-            provenance=provenance.collect(device, suite, report=report),
+            provenance=provenance.collect(device, suite, report=report, cpu_threads=cpu_threads),
             measurements=tuple(x for m in done for x in m.measurements),
             skipped=tuple(x for m in done for x in m.skipped),
         )
     return out
 
 
-def write(site_dir: Path, report: Any) -> list[str]:
+def write(site_dir: Path, report: Any, cpu_threads: int | None = None) -> list[str]:
     """Validate this build's bundles and write them into ``site_dir``; problems, one line each.
+
+    ``report`` and ``cpu_threads`` come from the block worker, which measured: given both,
+    the build's own process need not import torch to describe the machine.
 
     A bundle that does not validate is not written: the problem names its file and field.
     A bundle this process validated before (the last ``mkdocs serve`` rebuild's, when no
     figure changed: the same text but for the time it was made) is not validated again.
     """
     problems = []
-    for name, bundle in bundles(report).items():
+    for name, bundle in bundles(report, cpu_threads).items():
         text = bundle_module.to_json(bundle)
         timeless = text.replace(bundle.provenance.created_utc, "", 1)
         digest = hashlib.sha256(timeless.encode()).hexdigest()

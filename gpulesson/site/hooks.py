@@ -301,6 +301,7 @@ def on_config(config: Any) -> Any:
             raise PluginError(message)
     _state["record"] = provenance.collect_build_record(report)
     _state["report"] = report
+    _state["threads"] = threads
     facts.reset()
     build_bundle.reset()
     block_outputs.reset()
@@ -506,7 +507,10 @@ def _post_build(config: Any) -> None:
         raise PluginError(exec_cache.failure_summary(settings.failures))
     if os.environ.get(block_outputs.ENV, "").strip() not in ("", "0"):
         Path(config["site_dir"], block_outputs.FILE).write_text(block_outputs.to_json())
-    problems = build_bundle.write(Path(config["site_dir"]), _state.get("report"))
+    threads = _state.get("threads") or {}
+    problems = build_bundle.write(
+        Path(config["site_dir"]), _state.get("report"), threads.get("torch_num_threads")
+    )
     if problems:
         raise PluginError("this build's own bundle did not validate: " + "; ".join(problems))
     message = claims_error(checked, os.environ.get(exec_cache.REQUIRE_ENV, "").strip().lower())
