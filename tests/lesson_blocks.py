@@ -74,6 +74,25 @@ class PageRun:
         """The page's facts as plain values, by name."""
         return {name: fact.value for name, fact in self.facts.items()}
 
+    def unmet_claims(self, needs: str | None = None) -> list[str]:
+        """The page's checked claims (those for ``needs``) a reader is not told the truth of.
+
+        A claim must hold, with one exception the course allows: a teaching claim whose
+        numbers on this machine do not bear out the lesson's point is "not shown on this
+        build", and the page then says so where the claim stands. Whether a machine's
+        caches or clocks bear a point out is the hardware's answer, not the code's, so a
+        test may not demand it; it demands that the page tells the reader either way.
+        """
+        shown = "".join(self.printed.values())
+        unmet = []
+        for c in self.claims:
+            if c.needs != needs or c.status in (claims.HOLDS, claims.NOT_CHECKED):
+                continue
+            said = "Not shown on this build" in shown and c.text.splitlines()[0] in shown
+            if c.status != claims.NOT_SHOWN or not c.teaching or not said:
+                unmet.append(f"{c.status}: {c.text}")
+        return unmet
+
 
 def page_blocks(stem: str) -> list[tuple[str, str, str, dict[str, str]]]:
     """Every executed, ``claim`` and ``describe`` block of lesson ``stem`` in page order.

@@ -8,11 +8,13 @@ occupancy example and the wave table are predictions, described, not checked
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gpulesson.site import claims, content, facts, quiz_values, quizzes
 from tests.conftest import REPO
-from tests.lesson_blocks import page_fixture
+from tests.lesson_blocks import PageRun, page_fixture, run_claims_after
 
 STEM = "inside-gpu"
 
@@ -29,7 +31,7 @@ def test_every_block_has_a_lesson_id_and_prints_something(page):
 
 def test_the_claims_hold_could_fail_and_rest_on_measurements(page):
     assert len(page.claims) >= 7
-    assert [c.text for c in page.claims if c.status != claims.HOLDS] == []
+    assert page.unmet_claims() == []  # each holds, or the page says this build does not show it
     assert [c.rule for c in page.claims if not claims.can_fail(c)] == []
     for c in page.claims:
         names = claims.fact_names(c.rule)
@@ -76,9 +78,11 @@ def test_the_sweep_reaches_past_the_caches_and_names_what_the_kernel_reports(pag
     assert "| 8 KiB |" in out and "| 128 MiB |" in out
     assert "Steps found:" in out
     values = page.values()
-    assert values["inside.sweep_steps"] >= 2
-    assert values["inside.sweep_fastest_gbs"] > values["inside.sweep_largest_gbs"]
-    assert "its edge at" in out and '<figure class="gl-chart" data-gl-chart>' in out
+    steps = values["inside.sweep_steps"]  # how many this machine's caches show is its own
+    assert isinstance(steps, int) and steps >= 0
+    assert ("Steps found: none." in out) == (steps == 0)
+    assert out.split("Steps found:", 1)[1].split("\n", 1)[0].count("its edge at") == steps
+    assert '<figure class="gl-chart" data-gl-chart>' in out
 
 
 def test_the_l2_claim_sets_the_steps_edge_not_its_span_beside_the_l2_size(page):
@@ -147,3 +151,23 @@ def test_the_quiz_reads_the_peak_ratio_the_page_published(page):
     values = quiz_values.decades({"x": page.values()["inside.peak_ratio_largest"]})
     text = quizzes.section_markdown(STEM, page.values())
     assert values["value"] in text
+
+
+def test_a_sweep_that_merges_the_steps_is_told_as_not_shown_and_a_hidden_verdict_is_caught(page):
+    # The CI machine's sweep once found one step where the build machine finds two: the
+    # hardware's answer, which the page must tell the reader rather than the test forbid.
+    facts.publish("inside.sweep_steps", 1, "steps", kind=facts.MEASURED)
+    start = len(claims.claims())
+    try:
+        shown = run_claims_after(STEM, "inside-sweep")
+    finally:
+        facts.restore([page.facts["inside.sweep_steps"].to_dict()])
+    made = claims.claims()[start:]
+    run = PageRun({f"after-{i}": out for i, out in enumerate(shown)}, made, page.facts)
+    (steps,) = [c for c in made if c.rule == "inside.sweep_steps >= 2"]
+    assert steps.status == claims.NOT_SHOWN
+    assert run.unmet_claims() == []  # told, where it stands: "Not shown on this build"
+    hidden = PageRun({k: v.replace("Not shown", "Shown") for k, v in run.printed.items()}, made, {})
+    assert run.unmet_claims() != hidden.unmet_claims() == [f"not_shown: {steps.text}"]
+    failed = replace(steps, teaching=False, status=claims.FAILS)
+    assert PageRun(run.printed, [failed], {}).unmet_claims() == [f"fails: {steps.text}"]

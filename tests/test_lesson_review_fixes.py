@@ -43,7 +43,7 @@ def test_fix_ladder_calls_the_mixed_precision_estimate_a_floor_from_the_measurem
     values = run.values()
     assert values["ladder.amp_estimated_ratio"] < values["ladder.amp_measured_ratio"] < 1
     assert "about half" not in made.text
-    assert [c.text for c in run.claims if c.status != claims.HOLDS] == []
+    assert run.unmet_claims() == []
 
 
 def test_fix_ladder_says_what_empty_cache_and_accumulation_cost():
