@@ -39,11 +39,14 @@ def test_profile_step_prints_the_top_ops_with_their_shares_and_writes_a_trace(
     run_snippet, tmp_path
 ):
     trace = tmp_path / "trace.json"
-    result = run_snippet("profile_step.py", *SMALL, "--active", "2", "--trace", str(trace))
+    # Enough rows that addmm is printed wherever its share ranks: on a model this small its
+    # rank among the step's ops is the machine's answer (one README run left it out of the top 10).
+    args = ("--active", "2", "--top", "40", "--trace", str(trace))
+    result = run_snippet("profile_step.py", *SMALL, *args)
     assert result.returncode == 0, result.stderr
     assert "Profiled 2 step(s) on cpu after 1 unprofiled and 1 warm-up step(s)" in result.stdout
     rows = _rows(result.stdout)
-    assert len(rows) == 10
+    assert 10 < len(rows) <= 40
     shares = [r[4] for r in rows]
     assert shares == sorted(shares, reverse=True) and sum(shares) <= 100.5
     calls = {name: n for name, n, *_ in rows}
