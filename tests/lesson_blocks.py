@@ -74,8 +74,8 @@ class PageRun:
         """The page's facts as plain values, by name."""
         return {name: fact.value for name, fact in self.facts.items()}
 
-    def unmet_claims(self, needs: str | None = None) -> list[str]:
-        """The page's checked claims (those for ``needs``) a reader is not told the truth of.
+    def unmet_claims(self) -> list[str]:
+        """The page's checked claims (for any device) a reader is not told the truth of.
 
         A claim must hold, with one exception the course allows: a teaching claim whose
         numbers on this machine do not bear out the lesson's point is "not shown on this
@@ -86,7 +86,7 @@ class PageRun:
         shown = "".join(self.printed.values())
         unmet = []
         for c in self.claims:
-            if c.needs != needs or c.status in (claims.HOLDS, claims.NOT_CHECKED):
+            if c.status in (claims.HOLDS, claims.NOT_CHECKED):
                 continue
             said = "Not shown on this build" in shown and c.text.splitlines()[0] in shown
             if c.status != claims.NOT_SHOWN or not c.teaching or not said:
