@@ -35,6 +35,7 @@ from pytest_markdown_docs.plugin import MarkdownDocstringCodeModule
 
 from gpulesson import probe as probe_module
 from gpulesson.site import block_outputs, exec_cache
+from gpulesson.timing.inputs import usable_cpus
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -66,6 +67,59 @@ def pytest_configure(config: pytest.Config) -> None:
     # Registered as a plugin (not a conftest hook) so it applies to gpulesson/ too.
     config.pluginmanager.register(_MarkdownFilesOnly(), "markdown-files-only")
     _share_the_cores()
+
+
+#: The most workers ``-n auto`` starts: each holds torch and the collected tests (about
+#: 1 GB), and past a few the built site, the browser pass and the notebooks set the pace.
+MAX_WORKERS = 8
+#: Where a Linux container's CPU quota is (cgroup v2): ``"<quota> <period>"`` or ``"max ..."``.
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+
+def cpu_quota(cpu_max: str) -> int | None:
+    """The whole CPUs a cgroup v2 ``cpu.max`` line allows, or None when it sets no quota.
+
+    A container's affinity mask can list every core of the host while its quota allows two.
+
+    >>> cpu_quota("200000 100000\\n"), cpu_quota("50000 100000"), cpu_quota("max 100000")
+    (2, 1, None)
+    """
+    quota, _, period = cpu_max.strip().partition(" ")
+    if quota == "max" or not quota.isdigit() or not period.isdigit() or int(period) == 0:
+        return None
+    return max(1, int(quota) // int(period))
+
+
+def auto_workers(cpus: int, accelerator: bool) -> int:
+    """How many workers ``-n auto`` (in ``addopts``) starts: one a CPU, at most MAX_WORKERS.
+
+    0 (the run stays in one process) where torch sees a GPU or Apple's MPS: the ``gpu``
+    tests and the strict build time that one device, and workers sharing it would upset
+    each other's timings.
+
+    >>> auto_workers(2, accelerator=False), auto_workers(64, accelerator=False)
+    (2, 8)
+    >>> auto_workers(16, accelerator=True)
+    0
+    """
+    return 0 if accelerator else max(1, min(cpus, MAX_WORKERS))
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: every CPU this run may use, or one process on a machine with a GPU.
+
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still sets the count (pytest-xdist reads it), and
+    ``-n 0`` or ``-n 2`` on the command line overrides ``addopts``.
+    """
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cpus = usable_cpus()
+    try:
+        quota = cpu_quota(CGROUP_CPU_MAX.read_text(encoding="ascii"))
+    except OSError:
+        quota = None
+    accelerator = torch.cuda.is_available() or torch.backends.mps.is_available()
+    return auto_workers(min(cpus, quota or cpus), accelerator)
 
 
 def _share_the_cores() -> None:

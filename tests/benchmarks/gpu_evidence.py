@@ -196,9 +196,21 @@ def plan(bundle: Path, site_dir: Path, quick: bool = False) -> tuple[Step, ...]:
         ),
         Step(
             name="pytest-gpu",
-            command=(python, "-m", "pytest", "tests", "-m", "gpu", "-q", "-p", "no:cacheprovider"),
+            command=(
+                python,
+                "-m",
+                "pytest",
+                "tests",
+                "-m",
+                "gpu",
+                "-n",
+                "0",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+            ),
             timeout_s=60,
-            why="the tests that need a CUDA device",
+            why="the tests that need a CUDA device, in one process (they time the one GPU)",
         ),
     )
 

@@ -1,0 +1,68 @@
+"""``pytest`` runs on every CPU (``-n auto``), and in one process where torch sees a GPU."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests import conftest
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def no_count_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+
+
+def test_a_machine_with_a_gpu_runs_in_one_process(monkeypatch, no_count_variable):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert conftest.pytest_xdist_auto_num_workers(None) == 0
+
+
+def test_a_container_s_cpu_quota_bounds_the_workers(monkeypatch, tmp_path, no_count_variable):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(conftest, "usable_cpus", lambda: 64)
+    cpu_max = tmp_path / "cpu.max"
+    monkeypatch.setattr(conftest, "CGROUP_CPU_MAX", cpu_max)
+    cpu_max.write_text("300000 100000\n", encoding="ascii")
+    assert conftest.pytest_xdist_auto_num_workers(None) == 3
+    cpu_max.write_text("max 100000\n", encoding="ascii")
+    assert conftest.pytest_xdist_auto_num_workers(None) == conftest.MAX_WORKERS
+    cpu_max.unlink()  # no cgroup v2 file: the affinity mask alone
+    assert conftest.pytest_xdist_auto_num_workers(None) == conftest.MAX_WORKERS
+
+
+def test_the_count_variable_is_left_to_pytest_xdist(monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "1")
+    assert conftest.pytest_xdist_auto_num_workers(None) is None
+
+
+def _workers_started(*args: str, **env: str) -> int:
+    """Run conftest's doctests in a fresh ``pytest``; how many workers it started."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "tests/conftest.py"],
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    found = re.search(r"^created: (\d+)/\1 workers?$", result.stdout, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def test_plain_pytest_starts_the_hook_s_workers_and_the_command_line_overrides_it():
+    expected = conftest.pytest_xdist_auto_num_workers(None)
+    if expected == 0 or expected is None:
+        pytest.skip("this machine runs the tests in one process (a GPU, or the count is set)")
+    assert _workers_started() == expected
+    assert _workers_started("-n", "0") == 0
+    assert _workers_started(PYTEST_XDIST_AUTO_NUM_WORKERS="1") == 1
