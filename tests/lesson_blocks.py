@@ -50,15 +50,22 @@ def exec_blocks(stem: str) -> list[tuple[str, str]]:
     return blocks
 
 
-def run_block(stem: str, block_id: str, code: str) -> str:
-    """Run one block with the facts published so far on the page; return what it printed."""
+def run_block(stem: str, block_id: str, code: str, measured: dict[str, dict] | None = None) -> str:
+    """Run one block with the facts published so far on the page; return what it printed.
+
+    ``measured`` (optional) plays the build's bundle so far: a suite entry in it is read,
+    not measured again (as a later block of a build reads an earlier one's), and what the
+    block measures is added to it.
+    """
     facts.begin_block(block_id)
-    build_bundle.begin_block()
+    build_bundle.begin_block(measured)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, f"{stem}.md#{block_id}", "exec"), {"__name__": "__lesson__"})  # noqa: S102
     facts.end_block()
-    build_bundle.end_block()
+    for data in build_bundle.end_block():
+        if measured is not None:
+            measured[build_bundle.key(data["device"], data["entry"])] = data
     return out.getvalue()
 
 
@@ -131,29 +138,34 @@ def run_fence(kind: str, block_id: str, body: str, options: dict[str, str]) -> s
         facts.end_block()
 
 
-def run_all(stem: str, skip: Callable[[str, str], bool] | None = None) -> dict[str, str]:
+def run_all(
+    stem: str,
+    skip: Callable[[str, str], bool] | None = None,
+    measured: dict[str, dict] | None = None,
+) -> dict[str, str]:
     """Run every python, ``claim`` and ``describe`` block of ``stem`` in page order on the
     current page of facts; return what each showed, by id. ``skip(id, code)`` leaves a python
-    block out (one the strict build runs instead)."""
+    block out (one the strict build runs instead); ``measured`` as in :func:`run_block`."""
     printed = {}
     for kind, block_id, body, options in page_blocks(stem):
         if kind == "python":
             if skip is None or not skip(block_id, body):
-                printed[block_id] = run_block(stem, block_id, body)
+                printed[block_id] = run_block(stem, block_id, body, measured)
         else:
             printed[block_id] = run_fence(kind, block_id, body, options)
     return printed
 
 
-def run_page(stem: str) -> PageRun:
+def run_page(stem: str, measured: dict[str, dict] | None = None) -> PageRun:
     """Run every block of lesson ``stem`` in order on a fresh page of facts.
 
     The facts stay published afterwards (tests may read them); the caller resets them.
+    ``measured`` as in :func:`run_block`: a dict kept across runs measures each entry once.
     """
     page = f"lessons/{stem}.md"
     facts.reset()
     facts.begin_page(page)
-    printed = run_all(stem)
+    printed = run_all(stem, measured=measured)
     made = [c for c in claims.claims() if c.page == page]
     return PageRun(printed, made, dict(facts.page_facts(page)))
 
