@@ -94,7 +94,7 @@ def test_the_cpu_claim_waits_on_a_gpu_build_and_the_gpu_claims_on_a_cpu_one():
 @pytest.fixture(scope="module")
 def measured_once() -> dict[str, dict]:
     """This machine's suite entries, measured by the first run of the pages and read by the
-    next (as a build measures each entry once): the bundles differ, the CPU does not."""
+    next (as a build measures each entry once): the bundles differ, the machine does not."""
     return {}
 
 
