@@ -7,8 +7,10 @@ import re
 import subprocess
 import sys
 
+import _pytest.config
 import pytest
 import torch
+import xdist.plugin
 
 from tests import conftest
 from tests.conftest import REPO
@@ -43,13 +45,13 @@ def test_the_count_variable_is_left_to_pytest_xdist(monkeypatch):
     assert conftest.pytest_xdist_auto_num_workers(None) is None
 
 
-def _workers_started(*args: str, **env: str) -> int:
-    """Run conftest's doctests in a fresh ``pytest``; how many workers it started."""
+def _workers_started() -> int:
+    """Run conftest's doctests in a fresh, plain ``pytest``; how many workers it started."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "tests/conftest.py"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/conftest.py"],
         cwd=REPO,
-        env={**clean, **env},
+        env=clean,
         capture_output=True,
         text=True,
         timeout=120,
@@ -59,10 +61,34 @@ def _workers_started(*args: str, **env: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def test_plain_pytest_starts_the_hook_s_workers_and_the_command_line_overrides_it():
+def _workers_resolved(*args: str) -> int:
+    """How many workers ``pytest ARGS`` would start here, resolved in this process.
+
+    The repository's ``addopts`` and conftest hook, then pytest-xdist's own resolution of
+    ``-n`` (the step before it starts one process per entry of ``tx``); no torch imports.
+    """
+    conftest_file = str(REPO / "tests" / "conftest.py")
+    config = _pytest.config._prepareconfig(
+        [*args, "-p", "no:cacheprovider", "--rootdir", str(REPO), conftest_file]
+    )
+    try:
+        xdist.plugin.pytest_cmdline_main(config)
+        return len(config.option.tx)
+    finally:
+        config._ensure_unconfigure()
+
+
+def test_plain_pytest_starts_the_hook_s_workers():
     expected = conftest.pytest_xdist_auto_num_workers(None)
     if expected == 0 or expected is None:
         pytest.skip("this machine runs the tests in one process (a GPU, or the count is set)")
     assert _workers_started() == expected
-    assert _workers_started("-n", "0") == 0
-    assert _workers_started(PYTEST_XDIST_AUTO_NUM_WORKERS="1") == 1
+
+
+def test_the_command_line_and_the_count_variable_override_the_hook(monkeypatch, no_count_variable):
+    expected = conftest.pytest_xdist_auto_num_workers(None)
+    assert _workers_resolved() == expected
+    assert _workers_resolved("-n", "0") == 0
+    assert _workers_resolved("-n", "3") == 3
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "1")
+    assert _workers_resolved() == 1
