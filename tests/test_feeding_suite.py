@@ -25,7 +25,7 @@ from gpulesson.results.compare import Sourced
 from gpulesson.results.suite import Context, Device
 from gpulesson.timing import alignment, fusion, loader, syncs
 from gpulesson.timing.launch import measure_launch_overhead
-from tests.conftest import REPO
+from tests.conftest import REPO, _run_cli
 
 CPU = Device(
     type="cpu", name="cpu", total_bytes=8 * 2**30, free_bytes=4 * 2**30, count=0, capability=None
@@ -43,6 +43,25 @@ def _valid(measured: list[Measurement]) -> None:
     data = {"measurements": [measurement_to_dict(m) for m in measured]}
     assert consistency_problems(data) == []
     assert all(NAME.match(m.name) for m in measured), [m.name for m in measured]
+
+
+@pytest.fixture(scope="module")
+def loader_and_fusion(tmp_path_factory: pytest.TempPathFactory):
+    """One ``gpulesson measure --quick --only loader,fusion --out FILE`` on this CPU: the
+    bundle file, read back (schema, consistency and plausibility checked), for the tests of
+    both entries' rows."""
+    out = tmp_path_factory.mktemp("feeding") / "bundle.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(entries_feeding, "QUICK_LOADER", TINY_LOADER)
+        result = _run_cli(
+            "measure", "--quick", "--device", "cpu", "--only", "loader,fusion", "--out", str(out)
+        )
+    assert result.returncode == 0, result.stderr
+    return load(out)
+
+
+def _entry_rows(bundle, entry: str) -> list[Measurement]:
+    return [m for m in bundle.measurements if m.entry == entry]
 
 
 def _through_json(measured: list[Measurement]) -> list[Measurement]:
@@ -77,9 +96,8 @@ def test_which_entries_apply_where():
     )
 
 
-def test_loader_rows_name_each_setting_and_keep_their_samples(monkeypatch):
-    monkeypatch.setattr(entries_feeding, "QUICK_LOADER", TINY_LOADER)
-    rows = entries_feeding.run_loader(Context(device=CPU, quick=True))
+def test_loader_rows_name_each_setting_and_keep_their_samples(loader_and_fusion):
+    rows = _entry_rows(loader_and_fusion, "loader")
     assert [m.name for m in rows] == [
         "loader.item",
         "loader.w0",
@@ -112,8 +130,8 @@ def test_the_loader_entry_round_trips_through_bundle_measurements():
     assert entries_feeding.loader_from_measurements([]) is None
 
 
-def test_fusion_rows_are_eager_compiled_and_the_compile():
-    rows = entries_feeding.run_fusion(Context(device=CPU, quick=True))
+def test_fusion_rows_are_eager_compiled_and_the_compile(loader_and_fusion):
+    rows = _entry_rows(loader_and_fusion, "fusion")
     assert [m.name for m in rows] == [
         "fusion.eager",
         "fusion.compiled",
@@ -150,14 +168,9 @@ def test_the_fusion_entry_round_trips_through_bundle_measurements():
     assert entries_feeding.fusion_from_measurements(rows[3:]) is None
 
 
-def test_a_bundle_of_the_loader_and_fusion_entries_validates(run_cli, tmp_path, monkeypatch):
-    monkeypatch.setattr(entries_feeding, "QUICK_LOADER", TINY_LOADER)
-    out = tmp_path / "bundle.json"
-    result = run_cli(
-        "measure", "--quick", "--device", "cpu", "--only", "loader,fusion", "--out", str(out)
-    )
-    assert result.returncode == 0, result.stderr
-    bundle = load(out)  # schema, consistency and plausibility checked
+def test_a_bundle_of_the_loader_and_fusion_entries_validates(loader_and_fusion):
+    bundle = loader_and_fusion
+    assert bundle.provenance.suite.entries == ("loader", "fusion")
     c = entries_feeding.loader_from_measurements(bundle.measurements)
     assert c is not None and [r.num_workers for r in c.runs] == [0, 1, 2, 2]
     f = entries_feeding.fusion_from_measurements(bundle.measurements)
