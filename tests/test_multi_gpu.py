@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gpulesson.course.multi_gpu import gpu_needed_markdown, sweep_markdown
-from gpulesson.results import entries_device
+from gpulesson.results import entries_allreduce, entries_device
 from gpulesson.results.bundle import consistency_problems, load, measurement_to_dict, to_dict
 from gpulesson.results.bundle import validate as validate_bundle
 from gpulesson.results.suite import Context, Device
@@ -49,11 +49,28 @@ def _sweep(ranks: int = 8, times_s: tuple[float, ...] = (1e-4, 1e-3, 1e-2)) -> A
     )
 
 
-def test_two_cpu_processes_all_reduce_over_loopback_and_sum_right():
-    sweep = measure_gloo_sweep([64 * KIB, MIB], repeats=3, warmup=1, timeout_s=60)
+@pytest.fixture(scope="module")
+def quick_gloo():
+    """The gloo entry's quick run on this machine (two rank processes, started once): the
+    sweep ``measure_gloo_sweep`` returned to it, and the rows it made of that sweep."""
+    swept = []
+
+    def measure_and_keep(*args, **kwargs):
+        swept.append(measure_gloo_sweep(*args, **kwargs))
+        return swept[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(entries_allreduce, "measure_gloo_sweep", measure_and_keep)
+        rows = entries_allreduce.run_all_reduce_gloo(Context(device=CPU, quick=True))
+    (sweep,) = swept
+    return sweep, rows
+
+
+def test_two_cpu_processes_all_reduce_over_loopback_and_sum_right(quick_gloo):
+    sweep, _ = quick_gloo  # 64 KiB, 1 MiB and 16 MiB; one warm-up, three repeats
     assert sweep.backend == "gloo" and sweep.ranks == 2 and sweep.check_ok
-    assert [t.message_bytes for t in sweep.timings] == [64 * KIB, MIB]
-    assert [t.calls_per_sample for t in sweep.timings] == [64, 4]
+    assert [t.message_bytes for t in sweep.timings] == [64 * KIB, MIB, 16 * MIB]
+    assert [t.calls_per_sample for t in sweep.timings][:2] == [64, 4]
     for t in sweep.timings:
         assert t.repeats == 3 and all(s > 0 for s in t.samples_s)
         # With two ranks 2(N-1)/N is 1: the bus bandwidth is the algorithm bandwidth.
@@ -162,11 +179,10 @@ def test_the_entry_s_rows_are_consistent_and_read_back_as_a_sweep():
     assert entries_device.all_reduce_sweep(fixture) is None  # the old single row only
 
 
-def test_the_gloo_entry_is_the_lesson_s_sweep_and_reads_back_whole():
-    from gpulesson.results import entries_allreduce
-
-    rows = entries_allreduce.run_all_reduce_gloo(Context(device=CPU, quick=True))
+def test_the_gloo_entry_is_the_lesson_s_sweep_and_reads_back_whole(quick_gloo):
+    sweep, rows = quick_gloo
     sizes = entries_allreduce.PLANS[True][0]
+    assert [t.message_bytes for t in sweep.timings] == list(sizes)
     assert [m.name for m in rows] == [f"all_reduce_gloo.{size_name(s)}" for s in sizes]
     data = {"schema_version": 2, "measurements": [measurement_to_dict(m) for m in rows]}
     assert consistency_problems(data) == []
@@ -177,6 +193,7 @@ def test_the_gloo_entry_is_the_lesson_s_sweep_and_reads_back_whole():
         int(m.params["calls_per_sample"]) for m in rows
     ]
     assert [t.median_s for t in back.timings] == [m.spread.median for m in rows]
+    assert [t.samples_s for t in back.timings] == [t.samples_s for t in sweep.timings]
     assert entries_allreduce.sweep_from_measurements(rows, "all_reduce", "x") is None
 
 
@@ -194,8 +211,6 @@ def test_a_build_with_gpus_shows_nccl_rows_the_suite_measured_not_a_bundle(monke
 
 
 def test_a_bundle_s_link_and_backend_reach_the_page_as_text():
-    from gpulesson.results import entries_allreduce
-
     hostile = dataclasses.replace(
         _sweep(), link="<img src=x onerror=alert(1)>", backend="nccl*|*", device="cuda[x](y)"
     )
