@@ -24,11 +24,11 @@ from gpulesson.memory.budget import estimate
 from gpulesson.memory.capacity import CAPACITY_USES, capacity
 from gpulesson.memory.comm import ring_all_reduce_bytes, zero_tradeoffs
 from gpulesson.memory.gpt2 import GPT2Config
-from gpulesson.memory.measure import measure_gpt2
+from gpulesson.memory.measure import MeasuredStep, measure_gpt2
 from gpulesson.memory.parallel import bubble_fraction
 from gpulesson.memory.torch_tools import CATEGORIES
 from gpulesson.results import entries_memory
-from gpulesson.results.bundle import MAX_SERIES_POINTS
+from gpulesson.results.bundle import MAX_SERIES_POINTS, Measurement
 from gpulesson.results.suite import Context, Device
 from gpulesson.timing import figures, trace_chart
 from gpulesson.timing.loader import LoaderRun
@@ -59,8 +59,25 @@ def lesson_trace() -> timeline.StepTrace:
     return timeline.trace_gpt2(LESSON_CONFIG, batch=LESSON_BATCH)
 
 
-def test_the_chart_peaks_at_the_memory_lessons_measured_peak(lesson_trace):
-    measured = measure_gpt2(LESSON_CONFIG, batch=LESSON_BATCH, mode="fake")
+@pytest.fixture(scope="module")
+def lesson_measured() -> dict[bool, MeasuredStep]:
+    """The memory lesson's step measured with fake tensors: plain (False), checkpointed (True)."""
+    return {
+        ckpt: measure_gpt2(
+            replace(LESSON_CONFIG, checkpointing=ckpt), batch=LESSON_BATCH, mode="fake"
+        )
+        for ckpt in (False, True)
+    }
+
+
+@pytest.fixture(scope="module")
+def timeline_rows() -> list[Measurement]:
+    """The timeline entry's full run on this CPU: the lesson's step, plain and checkpointed."""
+    return entries_memory.run_gpt_memory_timeline(Context(device=Device.this("cpu"), quick=False))
+
+
+def test_the_chart_peaks_at_the_memory_lessons_measured_peak(lesson_trace, lesson_measured):
+    measured = lesson_measured[False]
     assert lesson_trace.peak_bytes == measured.peak_bytes
     assert lesson_trace.phase_peaks_bytes == measured.phase_peaks_bytes
     assert lesson_trace.peak_phase == measured.peak_phase
@@ -85,12 +102,11 @@ def test_the_trace_rises_through_forward_and_marks_every_phase(lesson_trace):
     assert len(params) == 1 and params.pop() > 0  # the weights stay all step
 
 
-def test_checkpointing_lowers_the_peak_the_chart_shows(lesson_trace):
-    ckpt = timeline.trace_gpt2(replace(LESSON_CONFIG, checkpointing=True), batch=LESSON_BATCH)
-    measured = measure_gpt2(
-        replace(LESSON_CONFIG, checkpointing=True), batch=LESSON_BATCH, mode="fake"
-    )
-    assert ckpt.peak_bytes == measured.peak_bytes
+def test_checkpointing_lowers_the_peak_the_chart_shows(
+    lesson_trace, lesson_measured, timeline_rows
+):
+    ckpt = entries_memory.timeline_from_measurements(timeline_rows, "ckpt")  # the page's chart
+    assert ckpt.peak_bytes == lesson_measured[True].peak_bytes
     assert ckpt.peak_bytes < lesson_trace.peak_bytes
 
 
@@ -111,16 +127,16 @@ def test_the_timeline_entry_gives_the_chart_the_same_step_back(lesson_trace):
     assert entries_memory.timeline_from_measurements(ms, "ckpt") is None
 
 
-def test_the_timeline_entry_measures_the_step_plain_and_checkpointed(monkeypatch):
-    monkeypatch.setattr(entries_memory, "LESSON_CONFIG", SMALL)
-    monkeypatch.setattr(entries_memory, "LESSON_BATCH", 2)
-    ms = entries_memory.run_gpt_memory_timeline(Context(device=Device.this("cpu"), quick=False))
+def test_the_timeline_entry_measures_the_step_plain_and_checkpointed(
+    lesson_measured, timeline_rows
+):
+    assert (entries_memory.LESSON_CONFIG, entries_memory.LESSON_BATCH) == (LESSON_CONFIG, 4)
+    ms = timeline_rows
     plain = entries_memory.timeline_from_measurements(ms, "plain")
     ckpt = entries_memory.timeline_from_measurements(ms, "ckpt")
     assert ms[0].params["model_checkpointing"] is False
-    checkpointed = measure_gpt2(replace(SMALL, checkpointing=True), batch=2, mode="fake")
-    assert ckpt.peak_bytes == checkpointed.peak_bytes
-    assert plain.peak_bytes == measure_gpt2(SMALL, batch=2, mode="fake").peak_bytes
+    assert ckpt.peak_bytes == lesson_measured[True].peak_bytes
+    assert plain.peak_bytes == lesson_measured[False].peak_bytes
 
 
 def test_a_long_cuda_curve_keeps_its_peak_and_counts_every_event():
