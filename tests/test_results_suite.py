@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
+import importlib
 import sys
 
 import pytest
 import torch
 
+import gpulesson.results
 from gpulesson.results import entries_device, entries_matmul, entries_memory, suite
 from gpulesson.results.bundle import Measurement, measurement_to_dict
 from gpulesson.results.suite import Context, Device, SuiteEntry, run_suite
-from tests.conftest import REPO
 
 CPU = Device(
     type="cpu", name="cpu", total_bytes=8 * 2**30, free_bytes=4 * 2**30, count=0, capability=None
@@ -214,17 +214,18 @@ def test_cuda_context_memory_is_measured_on_a_gpu():
     assert 50 * 2**20 < m.value < 4 * 2**30  # a context is hundreds of MiB, not nothing
 
 
-def test_one_entry_is_found_by_importing_its_own_module_only():
-    code = (
-        "import sys\n"
-        "from gpulesson.results import suite\n"
-        "suite.entry('decode')\n"
-        "print(sorted(m for m in sys.modules if m.startswith('gpulesson.results.entries_')))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
-    ).stdout
-    assert out.strip() == "['gpulesson.results.entries_decode']"
+SUITE = "gpulesson.results.suite"
+
+
+def test_one_entry_is_found_by_importing_its_own_module_only(monkeypatch):
+    # As in a fresh process: neither the suite nor an entry module imported yet (monkeypatch
+    # puts the modules this session imported back afterwards).
+    for name in [m for m in sys.modules if m.startswith(("gpulesson.results.entries_", SUITE))]:
+        monkeypatch.delitem(sys.modules, name)
+        monkeypatch.delattr(gpulesson.results, name.rpartition(".")[2], raising=False)
+    importlib.import_module(SUITE).entry("decode")
+    found = sorted(m for m in sys.modules if m.startswith("gpulesson.results.entries_"))
+    assert found == ["gpulesson.results.entries_decode"]
 
 
 def test_a_module_whose_entries_differ_from_the_registry_is_named(monkeypatch):
