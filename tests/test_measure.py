@@ -197,6 +197,18 @@ def _cpu(quick: bool) -> Context:
     return Context(device=Device.this("cpu"), quick=quick)
 
 
+def _keep_results(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple]:
+    """Wrap ``entries_memory.NAME``: each call's ``(args, kwargs, result)`` is kept in the list."""
+    real, kept = getattr(entries_memory, name), []
+
+    def keep(*args, **kwargs):
+        kept.append((args, kwargs, real(*args, **kwargs)))
+        return kept[-1][2]
+
+    monkeypatch.setattr(entries_memory, name, keep)
+    return kept
+
+
 def test_the_gpt_memory_entry_gives_the_accuracy_table_its_rows_back(monkeypatch):
     cases = [
         AccuracyCase(config=TINY_STEP, batch=2, dtype="fp32", optimizer="adamw"),
@@ -208,12 +220,14 @@ def test_the_gpt_memory_entry_gives_the_accuracy_table_its_rows_back(monkeypatch
         ),
     ]
     monkeypatch.setattr(entries_memory, "build_cases", lambda: cases)
+    direct = _keep_results(monkeypatch, "run_accuracy")  # what the entry's own call returned
     out = entries_memory.run_gpt_memory(_cpu(quick=False))
     assert [m.params["case"] for m in out] == [0, 1]
     for m in out:  # a peak: its samples are the phase peaks, in step order
         assert m.unit == m.samples_unit == "bytes" and m.value == max(m.samples)
         assert len(m.samples) == 3 and m.limit is None
-    direct = run_accuracy(cases, mode="fake")
+    ((called_with, kwargs, direct),) = direct
+    assert list(called_with[0]) == cases and kwargs == {"mode": "fake"}
     rows = entries_memory.accuracy_from_measurements(list(reversed(out)))  # order from params
     assert rows == direct
     assert accuracy_to_markdown(rows) == accuracy_to_markdown(direct)
@@ -223,10 +237,12 @@ def test_the_gpt_memory_entry_gives_the_accuracy_table_its_rows_back(monkeypatch
 def test_the_gpt_memory_step_entry_gives_the_measured_table_its_step_back(monkeypatch):
     monkeypatch.setattr(entries_memory, "LESSON_CONFIG", TINY_STEP)
     monkeypatch.setattr(entries_memory, "LESSON_BATCH", 2)
+    kept = _keep_results(monkeypatch, "measure_gpt2")
     (m,) = entries_memory.run_gpt_memory_step(_cpu(quick=False))
     assert m.name == "gpt_memory_step.peak" and m.params["model_hidden"] == 32
     step = entries_memory.step_from_measurements([m])
-    direct = measure_gpt2(TINY_STEP, batch=2, mode="fake")
+    ((args, kwargs, direct),) = kept  # the entry measured the lesson's step once
+    assert args == (TINY_STEP,) and kwargs == {"batch": 2, "mode": "fake"}
     assert step == direct
     assert measured_to_markdown(step) == measured_to_markdown(direct)
     assert list(m.samples) == list(direct.phase_peaks_bytes.values())
