@@ -23,7 +23,7 @@ from gpulesson.course.profiling import (
 )
 from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.results import entries_profiling, suite
-from gpulesson.results.bundle import Bundle, Skipped, to_dict, validate
+from gpulesson.results.bundle import Bundle, Skipped, load, to_dict, validate
 from gpulesson.results.suite import Context, Device
 from gpulesson.timing import profile as prof
 from gpulesson.timing.profile import (
@@ -36,7 +36,7 @@ from gpulesson.timing.profile import (
     profile_gpt_step,
     replay_peak,
 )
-from tests.conftest import REPO
+from tests.conftest import REPO, _run_cli
 
 TINY = GPT2Config(vocab_size=96, seq_len=16, hidden=32, heads=2, layers=2, attention="eager")
 CPU = Device("cpu", "cpu", 8 * 2**30, 4 * 2**30, 0, None)
@@ -50,6 +50,20 @@ def tiny_step() -> prof.GptStepProfile:
 @pytest.fixture(scope="module")
 def tiny_pair() -> prof.FirstAndSteady:
     return profile_first_and_steady(TINY, 2)
+
+
+@pytest.fixture(scope="module")
+def profile_bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    """One ``gpulesson measure --quick --only profile_step --out FILE`` on this CPU, with the
+    tiny model: the bundle file read back (schema, consistency and plausibility checked)."""
+    out = tmp_path_factory.mktemp("profile") / "bundle.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(entries_profiling, "PROFILE_CONFIG", TINY)
+        mp.setattr(entries_profiling, "PROFILE_BATCH", 2)
+        args = ("--quick", "--device", "cpu", "--only", "profile_step", "--out", str(out))
+        result = _run_cli("measure", *args)
+    assert result.returncode == 0, result.stderr
+    return load(out)
 
 
 def _row(
@@ -326,10 +340,8 @@ def test_profile_step_is_registered_and_applies_everywhere():
     assert entries_profiling.active_steps(True) < entries_profiling.active_steps(False)
 
 
-def test_a_cpu_run_gives_four_valid_rows_from_the_lessons_function(monkeypatch):
-    monkeypatch.setattr(entries_profiling, "PROFILE_CONFIG", TINY)
-    monkeypatch.setattr(entries_profiling, "PROFILE_BATCH", 2)
-    measured = entries_profiling.run_profile_step(Context(CPU, quick=True))
+def test_a_cpu_run_gives_four_valid_rows_from_the_lessons_function(profile_bundle):
+    measured = [m for m in profile_bundle.measurements if m.entry == "profile_step"]
     names = [m.name for m in measured]
     assert names[:4] == [
         "profile_step.step",
@@ -437,16 +449,9 @@ def test_the_first_step_is_profiled_on_a_cpu_and_the_snapshot_only_on_cuda():
     assert not mps.snapshot and not mps.first_step
 
 
-def test_measure_writes_a_valid_bundle_of_the_profiling_entries(run_cli, tmp_path, monkeypatch):
-    from gpulesson.results.bundle import load
-
-    monkeypatch.setattr(entries_profiling, "PROFILE_CONFIG", TINY)
-    monkeypatch.setattr(entries_profiling, "PROFILE_BATCH", 2)
-    out = tmp_path / "bundle.json"
-    args = ("--quick", "--device", "cpu", "--only", "profile_step", "--out", str(out))
-    result = run_cli("measure", *args)
-    assert result.returncode == 0, result.stderr
-    bundle = load(out)  # schema, consistency and plausibility checked
+def test_measure_writes_a_valid_bundle_of_the_profiling_entries(profile_bundle):
+    bundle = profile_bundle
+    assert bundle.provenance.suite.entries == ("profile_step",)
     run = entries_profiling.profile_run_from_measurements(bundle.measurements)
     assert run is not None and run.step.config == TINY and len(run.repeats["matmul_share"]) == 2
     assert "| `aten::mm` |" in ops_markdown(run.recorded)
