@@ -181,6 +181,22 @@ class CliResult:
     stderr: str
 
 
+def keep_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[tuple]:
+    """Wrap ``owner.NAME`` for the test: each call's ``(args, kwargs, result)`` is kept.
+
+    A test of a suite entry compares what it read back with what the entry's own call
+    returned, instead of measuring the same thing a second time.
+    """
+    real, kept = getattr(owner, name), []
+
+    def keep(*args, **kwargs):
+        kept.append((args, kwargs, real(*args, **kwargs)))
+        return kept[-1][2]
+
+    monkeypatch.setattr(owner, name, keep)
+    return kept
+
+
 def _run_cli(*args: str, stdin: str | bytes | None = None) -> CliResult:
     """Run ``gpulesson ARGS`` in this process, as the console script would, and capture it."""
     from gpulesson.cli import main

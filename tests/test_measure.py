@@ -23,6 +23,7 @@ from gpulesson.memory.measure import (
 )
 from gpulesson.results import entries_memory
 from gpulesson.results.suite import Context, Device
+from tests.conftest import keep_calls
 
 SMALL = GPT2Config(vocab_size=512, seq_len=64, hidden=64, heads=4, layers=2, attention="eager")
 
@@ -197,18 +198,6 @@ def _cpu(quick: bool) -> Context:
     return Context(device=Device.this("cpu"), quick=quick)
 
 
-def _keep_results(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple]:
-    """Wrap ``entries_memory.NAME``: each call's ``(args, kwargs, result)`` is kept in the list."""
-    real, kept = getattr(entries_memory, name), []
-
-    def keep(*args, **kwargs):
-        kept.append((args, kwargs, real(*args, **kwargs)))
-        return kept[-1][2]
-
-    monkeypatch.setattr(entries_memory, name, keep)
-    return kept
-
-
 def test_the_gpt_memory_entry_gives_the_accuracy_table_its_rows_back(monkeypatch):
     cases = [
         AccuracyCase(config=TINY_STEP, batch=2, dtype="fp32", optimizer="adamw"),
@@ -220,7 +209,7 @@ def test_the_gpt_memory_entry_gives_the_accuracy_table_its_rows_back(monkeypatch
         ),
     ]
     monkeypatch.setattr(entries_memory, "build_cases", lambda: cases)
-    direct = _keep_results(monkeypatch, "run_accuracy")  # what the entry's own call returned
+    direct = keep_calls(monkeypatch, entries_memory, "run_accuracy")  # the entry's own call
     out = entries_memory.run_gpt_memory(_cpu(quick=False))
     assert [m.params["case"] for m in out] == [0, 1]
     for m in out:  # a peak: its samples are the phase peaks, in step order
@@ -237,7 +226,7 @@ def test_the_gpt_memory_entry_gives_the_accuracy_table_its_rows_back(monkeypatch
 def test_the_gpt_memory_step_entry_gives_the_measured_table_its_step_back(monkeypatch):
     monkeypatch.setattr(entries_memory, "LESSON_CONFIG", TINY_STEP)
     monkeypatch.setattr(entries_memory, "LESSON_BATCH", 2)
-    kept = _keep_results(monkeypatch, "measure_gpt2")
+    kept = keep_calls(monkeypatch, entries_memory, "measure_gpt2")
     (m,) = entries_memory.run_gpt_memory_step(_cpu(quick=False))
     assert m.name == "gpt_memory_step.peak" and m.params["model_hidden"] == 32
     step = entries_memory.step_from_measurements([m])

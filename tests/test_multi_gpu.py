@@ -23,7 +23,7 @@ from gpulesson.timing.allreduce import (
     size_name,
 )
 from gpulesson.units import GIB, MIB
-from tests.conftest import REPO
+from tests.conftest import REPO, keep_calls
 
 CPU = Device("cpu", "cpu", 8 * GIB, 4 * GIB, 0, None)
 ONE_GPU = Device("cuda", "H100", 80 * GIB, 79 * GIB, 1, (9, 0))
@@ -53,16 +53,10 @@ def _sweep(ranks: int = 8, times_s: tuple[float, ...] = (1e-4, 1e-3, 1e-2)) -> A
 def quick_gloo():
     """The gloo entry's quick run on this machine (two rank processes, started once): the
     sweep ``measure_gloo_sweep`` returned to it, and the rows it made of that sweep."""
-    swept = []
-
-    def measure_and_keep(*args, **kwargs):
-        swept.append(measure_gloo_sweep(*args, **kwargs))
-        return swept[-1]
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(entries_allreduce, "measure_gloo_sweep", measure_and_keep)
+        kept = keep_calls(mp, entries_allreduce, "measure_gloo_sweep")
         rows = entries_allreduce.run_all_reduce_gloo(Context(device=CPU, quick=True))
-    (sweep,) = swept
+    ((_, _, sweep),) = kept
     return sweep, rows
 
 

@@ -17,6 +17,7 @@ from gpulesson.memory.measure import measure_transformers_gpt2
 from gpulesson.memory.saved import first_block_saved
 from gpulesson.results import entries_memory
 from gpulesson.results.suite import Context, Device
+from tests.conftest import keep_calls
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -133,10 +134,12 @@ def test_the_hf_memory_entry_gives_the_comparison_table_its_rows_back(monkeypatc
         AccuracyCase(config=small, batch=1, dtype="bf16", optimizer="sgd", impl="transformers"),
     ]
     monkeypatch.setattr(impl_accuracy, "build_cases", lambda: cases)
+    kept = keep_calls(monkeypatch, entries_memory, "run_impl_comparison")
     out = entries_memory.run_hf_memory(Context(device=Device.this("cpu"), quick=False))
     assert [m.name.split(".")[0] for m in out] == ["hf_memory", "hf_memory"]
     assert all(m.value == max(m.samples) and len(m.samples) == 3 for m in out)
-    direct = run_impl_comparison(cases, mode="fake")
+    ((args, kwargs, direct),) = kept  # what the entry's own call returned
+    assert list(args[0]) == cases and kwargs == {"mode": "fake"}
     rows = entries_memory.impl_rows_from_measurements(out[::-1])
     assert rows == direct
     summaries = [impl_summary(rows, impl) for impl in IMPLS]
