@@ -112,6 +112,24 @@ def test_a_module_the_imported_module_imports_is_in_the_key(tmp_path):
     assert _ran(_ok(project, cache_dir)) == {"first", "second"}
 
 
+def test_a_module_edited_while_a_block_runs_it_is_not_cached_with_its_new_hash(tmp_path):
+    """A save during a long block (``mkdocs serve``): the block ran the module as it was when
+    imported, so its result is not stored under the edited file's hash, and the next build
+    runs it anew (before, that build served the old code's output from the cache)."""
+    cache_dir = tmp_path / "cache"
+    code = (
+        "import pathlib\nfrom gpulesson.errors import scan\n"
+        "path = pathlib.Path('gpulesson/errors/scan.py')  # the contributor saves an edit now\n"
+        "path.write_text(path.read_text() + '\\nVERSION = 2\\n')\n"
+        "print('version:', getattr(scan, 'VERSION', 1))"
+    )
+    project = _project(tmp_path, {"index.md": "# E\n\n" + _fence("long", code)})
+    assert _ran(_ok(project, cache_dir)) == {"long"}
+    assert "version: 1" in _html(project)  # the module as imported, before the save
+    assert _ran(_ok(project, cache_dir)) == {"long"}
+    assert "version: 2" in _html(project)
+
+
 LEAKS = "# Leaks\n\n" + "\n".join(
     [
         _fence(

@@ -831,7 +831,15 @@ def cached_runner(
             measured = data.get("measured", [])
             build_bundle.record(page, block_id, measured)
             output, output_chars = limit_output(data["output"])
-            if cacheable and policy.write and store is not None:
+            changed = data.get("reads", {}).get("changed", [])
+            if changed:  # saved while the block ran it: this output is the old code's
+                log.info(
+                    "%s: block %r not cached: %s changed while it ran; the next build runs it",
+                    page,
+                    block_id,
+                    ", ".join(changed[:3]),
+                )
+            if cacheable and policy.write and store is not None and not changed:
                 names = dependencies(data.get("reads", {}), settings.base_dir)
                 for name in names:  # the block may have written them: hash them anew
                     settings.hashes.pop(name, None)

@@ -17,7 +17,8 @@ any block runs. While a block runs it notes:
 
 The build process hashes what was recorded and stores it with the result
 (:mod:`gpulesson.site.exec_cache`): the result is reused only while every one of those
-hashes is unchanged.
+hashes is unchanged. A module file saved anew while a block ran it (``changed``: the code in
+memory is not the file's) makes the result one the build shows but does not store.
 
 >>> recorder = ReadRecorder()
 >>> recorder.configure([Path("/repo")], [Path("/repo/.venv")])
@@ -34,6 +35,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
@@ -90,6 +92,8 @@ class ReadRecorder:
         self._module_reads: dict[str, set[tuple[str, str]]] = {}  # module -> (kind, path)
         self._module_env: dict[str, dict[str, str | None]] = {}  # module -> variables read
         self._first_stat: dict[str, tuple[int, int] | None] = {}  # path -> (mtime_ns, size)
+        # module -> (the module object, its file, the file's stat when it was imported)
+        self._loaded: dict[str, tuple[weakref.ref[Any], str, tuple[int, int] | None]] = {}
         self._local_name: dict[str, bool] = {}
         self._local_file: dict[str, bool] = {}
         self._touched: set[str] = set()
@@ -194,11 +198,37 @@ class ReadRecorder:
         local = [t for t in targets if self._module_local(t)]
         if not local:
             return
+        self._remember_loaded(local)
         if self.active:
             self._touched.update(local)
         importer = (caller or {}).get("__name__")
         if isinstance(importer, str) and self._module_local(importer):
             self._edges.setdefault(importer, set()).update(local)
+
+    def _remember_loaded(self, names: Iterable[str]) -> None:
+        """Each module's file stat as it was imported (again after a re-import)."""
+        for name in names:
+            module = sys.modules.get(name)
+            file = getattr(module, "__file__", None)
+            known = self._loaded.get(name)
+            if module is None or not file or (known is not None and known[0]() is module):
+                continue
+            path = os.path.abspath(file)
+            self._loaded[name] = (weakref.ref(module), path, _stat(path))
+
+    def changed_since_loaded(self, names: Iterable[str]) -> list[str]:
+        """The files of these modules saved anew since they were imported (code now stale).
+
+        >>> ReadRecorder().changed_since_loaded(["json"])  # not imported while it recorded
+        []
+        """
+        changed = []
+        for name in names:
+            known = self._loaded.get(name)
+            if known is not None and known[0]() is sys.modules.get(name):
+                if _stat(known[1]) != known[2]:
+                    changed.append(known[1])
+        return sorted(changed)
 
     def _reader(self) -> str | None:
         """The module whose code is reading (None: a block's own code, or no module)."""
@@ -272,7 +302,8 @@ class ReadRecorder:
         self.active = True
 
     def end(self) -> dict[str, list[Any]]:
-        """Stop recording; what the block read (module files, files, folders, variables)."""
+        """Stop recording; what the block read (module files, files, folders, variables),
+        and which of its modules' files were saved anew since they were imported."""
         self.active = False
         closure = self._closure(self._touched)
         files = {p for kind, p in self._reads if kind == "file"}
@@ -294,6 +325,7 @@ class ReadRecorder:
             "files": sorted(files),
             "listings": sorted(listings),
             "environ": sorted(env.items()),
+            "changed": self.changed_since_loaded(closure),
         }
 
     def _closure(self, names: set[str]) -> set[str]:
