@@ -34,6 +34,7 @@ from filelock import FileLock
 from pytest_markdown_docs.plugin import MarkdownDocstringCodeModule
 
 from gpulesson import probe as probe_module
+from gpulesson.results.bundle import Bundle, load
 from gpulesson.site import block_outputs, exec_cache
 from gpulesson.timing.inputs import usable_cpus
 
@@ -195,6 +196,14 @@ def keep_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> lis
 
     monkeypatch.setattr(owner, name, keep)
     return kept
+
+
+def quick_cpu_bundle(out: Path, only: str) -> Bundle:
+    """``gpulesson measure --quick --device cpu --only ONLY --out OUT``, in this process: the
+    bundle file read back (schema, consistency and plausibility checked)."""
+    result = _run_cli("measure", "--quick", "--device", "cpu", "--only", only, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return load(out)
 
 
 def _run_cli(*args: str, stdin: str | bytes | None = None) -> CliResult:

@@ -14,7 +14,7 @@ from gpulesson.results.compare import datasheet_fraction
 from gpulesson.results.measurements import throughput
 from gpulesson.results.suite import Context, Device
 from gpulesson.timing.results import OpResult
-from tests.conftest import REPO
+from tests.conftest import REPO, quick_cpu_bundle
 
 CPU = Device("cpu", "cpu", 8 * 2**30, 4 * 2**30, 0, None)
 H100 = Device("cuda", "NVIDIA H100 80GB HBM3", 80 * 2**30, 79 * 2**30, 1, (9, 0))
@@ -100,14 +100,11 @@ def test_the_cpu_mfu_round_trips_through_bundle_measurements(monkeypatch):
     assert entries_compute.cpu_mfu_from_measurements(rows[:1]) is None
 
 
-def test_measure_writes_a_valid_cpu_train_step_bundle(run_cli, tmp_path, monkeypatch):
+def test_measure_writes_a_valid_cpu_train_step_bundle(tmp_path, monkeypatch):
     monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
     monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
-    out = tmp_path / "bundle.json"
-    args = ("--quick", "--device", "cpu", "--only", "train_step", "--out", str(out))
-    result = run_cli("measure", *args)
-    assert result.returncode == 0, result.stderr
-    cpu = entries_compute.cpu_mfu_from_measurements(load(out).measurements)
+    bundle = quick_cpu_bundle(tmp_path / "bundle.json", "train_step")
+    cpu = entries_compute.cpu_mfu_from_measurements(bundle.measurements)
     assert cpu is not None and cpu.readings[0].peak_kind == "matmul"
 
 

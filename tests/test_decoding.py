@@ -16,6 +16,7 @@ from gpulesson.results.suite import Context, Device
 from gpulesson.timing import decode, serving
 from gpulesson.timing.results import OpResult
 from gpulesson.units import GIB, MIB
+from tests.conftest import quick_cpu_bundle
 
 TINY = GPT2Config(vocab_size=50, seq_len=24, hidden=16, heads=4, layers=2)
 TINY_PLAN = decode.DecodePlan(
@@ -342,14 +343,9 @@ def test_the_decode_entry_skips_what_does_not_fit():
     assert skipped.entry == "decode" and "do not fit" in skipped.reason
 
 
-def test_a_measured_bundle_gives_the_page_its_gpu_rows_back(run_cli, tmp_path, monkeypatch):
-    from gpulesson.results.bundle import load
-
+def test_a_measured_bundle_gives_the_page_its_gpu_rows_back(tmp_path, monkeypatch):
     monkeypatch.setattr(entries_decode, "plan_for", lambda device, quick: TINY_PLAN)
-    out = tmp_path / "bundle.json"
-    result = run_cli("measure", "--quick", "--device", "cpu", "--only", "decode", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    bundle = load(out)  # schema, consistency and plausibility checked
+    bundle = quick_cpu_bundle(tmp_path / "bundle.json", "decode")
     sweep = entries_decode.sweep_from_measurements(bundle.measurements)
     assert sweep is not None and [r.batch for r in sweep.rows] == [1, 3]
     assert "| 3 |" in course_decoding.decode_markdown(sweep)

@@ -25,7 +25,7 @@ from gpulesson.results.compare import Sourced
 from gpulesson.results.suite import Context, Device
 from gpulesson.timing import alignment, fusion, loader, syncs
 from gpulesson.timing.launch import measure_launch_overhead
-from tests.conftest import REPO, _run_cli
+from tests.conftest import REPO, quick_cpu_bundle
 
 CPU = Device(
     type="cpu", name="cpu", total_bytes=8 * 2**30, free_bytes=4 * 2**30, count=0, capability=None
@@ -53,11 +53,7 @@ def loader_and_fusion(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("feeding") / "bundle.json"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(entries_feeding, "QUICK_LOADER", TINY_LOADER)
-        result = _run_cli(
-            "measure", "--quick", "--device", "cpu", "--only", "loader,fusion", "--out", str(out)
-        )
-    assert result.returncode == 0, result.stderr
-    return load(out)
+        return quick_cpu_bundle(out, "loader,fusion")
 
 
 def _entry_rows(bundle, entry: str) -> list[Measurement]:
@@ -215,7 +211,7 @@ def test_alignment_rows_read_back_into_the_comparison_they_came_from(monkeypatch
 
 
 def test_both_lessons_read_the_plan_s_comparisons_back_from_the_alignment_rows(
-    monkeypatch, run_cli, tmp_path
+    monkeypatch, tmp_path
 ):
     tiny = alignment.AlignmentPlan(
         square_n=32, tokens=4, hidden=8, dtypes=("fp32",), rounds=3, calls_per_sample=1, threads=1
@@ -239,12 +235,7 @@ def test_both_lessons_read_the_plan_s_comparisons_back_from_the_alignment_rows(
     square = found[0][1]  # the rows inside-gpu's block renders
     assert square == entries_feeding.shapes_from_rows(rows, "fp32", "n")
     assert square.aligned.flop_per_s == pytest.approx(rows[1].value)
-    out = tmp_path / "bundle.json"
-    result = run_cli(
-        "measure", "--quick", "--device", "cpu", "--only", "alignment", "--out", str(out)
-    )
-    assert result.returncode == 0, result.stderr
-    bundle = load(out)  # schema, consistency and plausibility checked
+    bundle = quick_cpu_bundle(tmp_path / "bundle.json", "alignment")
     assert [k for k, _, _ in entries_feeding.alignment_comparisons(bundle.measurements)] == [
         "square",
         "vocab",

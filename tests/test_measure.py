@@ -23,7 +23,7 @@ from gpulesson.memory.measure import (
 )
 from gpulesson.results import entries_memory
 from gpulesson.results.suite import Context, Device
-from tests.conftest import keep_calls
+from tests.conftest import keep_calls, quick_cpu_bundle
 
 SMALL = GPT2Config(vocab_size=512, seq_len=64, hidden=64, heads=4, layers=2, attention="eager")
 
@@ -243,9 +243,8 @@ def test_the_lesson_plan_is_the_pages_model():
     assert LESSON_CONFIG == SMALL and LESSON_BATCH == 4
 
 
-def test_the_memory_entries_write_a_bundle_that_validates(run_cli, tmp_path, monkeypatch):
+def test_the_memory_entries_write_a_bundle_that_validates(tmp_path, monkeypatch):
     from gpulesson.memory import impl_accuracy, saved
-    from gpulesson.results.bundle import load
 
     tiny_hf = AccuracyCase(
         config=TINY_STEP, batch=2, dtype="fp32", optimizer="adamw", impl="transformers"
@@ -255,12 +254,9 @@ def test_the_memory_entries_write_a_bundle_that_validates(run_cli, tmp_path, mon
     monkeypatch.setattr(entries_memory, "LESSON_BATCH", 2)
     monkeypatch.setattr(impl_accuracy, "build_cases", lambda: [tiny_hf])
     monkeypatch.setattr(saved, "SAVED_CONFIG", replace(TINY_STEP, attention="sdpa"))
-    out = tmp_path / "bundle.json"
     entries = ("gpt_memory", "gpt_memory_step", "gpt_memory_timeline", "hf_memory")
     only = ",".join((*entries, "gpt_block_saved"))
-    result = run_cli("measure", "--quick", "--device", "cpu", "--only", only, "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    bundle = load(out)  # validated: schema, consistency, plausibility
+    bundle = quick_cpu_bundle(tmp_path / "bundle.json", only)
     assert set(bundle.provenance.suite.entries) == {*entries, "gpt_block_saved"}
     ms = bundle.measurements
     assert len(entries_memory.accuracy_from_measurements(ms)) == 1

@@ -18,7 +18,7 @@ from gpulesson.course.roofline import link_markdown, roofline_markdown
 from gpulesson.course.timing import illusion_markdown, launch_markdown
 from gpulesson.course.why_gpus import comparison_markdown
 from gpulesson.results import bundle, entries_device, entries_matmul, entries_roofline
-from gpulesson.results.bundle import Bundle, SuiteRun, load
+from gpulesson.results.bundle import Bundle, SuiteRun
 from gpulesson.results.measurements import seconds, throughput
 from gpulesson.results.provenance import collect
 from gpulesson.results.suite import Context, Device
@@ -34,6 +34,7 @@ from gpulesson.timing.results import (
     SweepComparison,
 )
 from gpulesson.units import GIB, MIB
+from tests.conftest import quick_cpu_bundle
 from tests.lesson_blocks import exec_blocks
 
 CPU = Device(
@@ -138,13 +139,10 @@ def test_the_full_roofline_plan_is_the_lessons():
     assert entries_roofline.plan(Context(device=starved, quick=False)).stream_bytes == 16 * MIB
 
 
-def test_the_roofline_entry_makes_a_valid_bundle(run_cli, tmp_path, monkeypatch):
+def test_the_roofline_entry_makes_a_valid_bundle(tmp_path, monkeypatch):
     monkeypatch.setitem(entries_roofline.QUICK, "cpu", (2 * MIB, 64, 0.005))
-    path = tmp_path / "roof.json"
-    args = ("measure", "--quick", "--device", "cpu", "--only", "roofline", "--out", str(path))
-    result = run_cli(*args)
-    assert result.returncode == 0, result.stderr
-    roof, bf16_add = entries_roofline.roofline_from_measurements(load(path).measurements)
+    bundle = quick_cpu_bundle(tmp_path / "roof.json", "roofline")
+    roof, bf16_add = entries_roofline.roofline_from_measurements(bundle.measurements)
     assert [op.name for op in roof.ops] == [
         "elementwise add (fp32)",
         "softmax (rows of 1024)",

@@ -36,7 +36,7 @@ from gpulesson.timing.profile import (
     profile_gpt_step,
     replay_peak,
 )
-from tests.conftest import REPO, _run_cli
+from tests.conftest import REPO, quick_cpu_bundle
 
 TINY = GPT2Config(vocab_size=96, seq_len=16, hidden=32, heads=2, layers=2, attention="eager")
 CPU = Device("cpu", "cpu", 8 * 2**30, 4 * 2**30, 0, None)
@@ -60,10 +60,7 @@ def profile_bundle(tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(entries_profiling, "PROFILE_CONFIG", TINY)
         mp.setattr(entries_profiling, "PROFILE_BATCH", 2)
-        args = ("--quick", "--device", "cpu", "--only", "profile_step", "--out", str(out))
-        result = _run_cli("measure", *args)
-    assert result.returncode == 0, result.stderr
-    return load(out)
+        return quick_cpu_bundle(out, "profile_step")
 
 
 def _row(
@@ -493,7 +490,6 @@ def test_the_entry_is_skipped_when_the_step_does_not_fit():
 
 
 def _bundle(measured) -> Bundle:
-    from gpulesson.results.bundle import load
 
     base = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
     return replace(base, measurements=tuple(measured), schema_version=2)
