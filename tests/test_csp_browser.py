@@ -53,6 +53,11 @@ DRAWN = (
     "() => [...document.querySelectorAll('figure[data-gl-chart]:not([hidden])')].map("
     "f => [f.dataset.drawn, !!f.querySelector('.gl-chart-view svg, .gl-chart-view canvas')])"
 )
+#: The theme's search worker has built its index: the result line leaves "Initializing search".
+SEARCH_READY = (
+    "() => document.querySelector('.md-search-result__meta').textContent.trim()"
+    " !== 'Initializing search'"
+)
 _CSP_META = re.compile(rb'<meta http-equiv="Content-Security-Policy" content="[^"]*">')
 
 
@@ -166,8 +171,11 @@ def test_the_compare_page_draws_a_chosen_bundle_under_the_policy(watched, site_u
 
 def test_search_works_under_the_policy(watched, site_url: str):
     page = watched.open(site_url)
+    # Typed as a reader types, once the index is ready: the theme searches on keyup (or on
+    # "ready" for text already there), so a fill() after the index was ready searched nothing.
+    page.wait_for_function(SEARCH_READY)
     page.click("input.md-search__input")
-    page.fill("input.md-search__input", "roofline")
+    page.locator("input.md-search__input").press_sequentially("roofline")
     page.wait_for_selector(".md-search-result__item")
     titles = page.locator(".md-search-result__item").all_inner_texts()
     assert any("memory-bound" in title.lower() for title in titles), titles

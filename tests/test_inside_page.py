@@ -167,7 +167,11 @@ def test_a_sweep_that_merges_the_steps_is_told_as_not_shown_and_a_hidden_verdict
     (steps,) = [c for c in made if c.rule == "inside.sweep_steps >= 2"]
     assert steps.status == claims.NOT_SHOWN
     assert run.unmet_claims() == []  # told, where it stands: "Not shown on this build"
+    # Other claims after the sweep may be not shown too (CI once read the L2 edge 3.5x off):
+    # hiding the label must be caught for each of them, the merged-steps one among them.
+    not_shown = [f"not_shown: {c.text}" for c in made if c.status == claims.NOT_SHOWN]
+    assert f"not_shown: {steps.text}" in not_shown
     hidden = PageRun({k: v.replace("Not shown", "Shown") for k, v in run.printed.items()}, made, {})
-    assert run.unmet_claims() != hidden.unmet_claims() == [f"not_shown: {steps.text}"]
+    assert run.unmet_claims() != hidden.unmet_claims() == not_shown
     failed = replace(steps, teaching=False, status=claims.FAILS)
     assert PageRun(run.printed, [failed], {}).unmet_claims() == [f"fails: {steps.text}"]
