@@ -119,6 +119,26 @@ def test_measure_decode_keeps_one_sample_per_step_and_counts_the_bytes():
         decode.measure_decode(model, batch=0)
 
 
+@pytest.mark.parametrize(("warmup_steps", "untimed"), [(0, 0), (2, 1)])
+def test_a_warmed_up_run_prefills_once_untimed_before_the_timed_prefills(
+    monkeypatch, warmup_steps, untimed
+):
+    model = _model()
+    widths: list[int] = []
+    real = decode.forward_cached
+    monkeypatch.setattr(
+        decode, "forward_cached", lambda m, x, c: widths.append(x.shape[1]) or real(m, x, c)
+    )
+    t = decode.measure_decode(
+        model, batch=1, prompt_tokens=4, new_tokens=2, warmup_steps=warmup_steps, prefill_repeats=3
+    )
+    assert widths.count(4) == 3 + untimed and len(t.prefill_samples_s) == 3
+    assert (
+        widths[: 3 + untimed] == [4] * (3 + untimed)
+        and len(widths) == 3 + untimed + 2 + warmup_steps
+    )
+
+
 def test_a_sweep_sets_each_batch_against_its_two_ceilings():
     threads = torch.get_num_threads()
     one_thread = dataclasses.replace(TINY_PLAN, threads=1)
