@@ -119,24 +119,31 @@ def test_measure_decode_keeps_one_sample_per_step_and_counts_the_bytes():
         decode.measure_decode(model, batch=0)
 
 
-@pytest.mark.parametrize(("warmup_steps", "untimed"), [(0, 0), (2, 1)])
-def test_a_warmed_up_run_prefills_once_untimed_before_the_timed_prefills(
-    monkeypatch, warmup_steps, untimed
+@pytest.mark.parametrize("warmup_steps", [0, 2])
+def test_the_timed_prefills_run_between_the_timed_decode_steps_in_their_own_cache(
+    monkeypatch, warmup_steps
 ):
     model = _model()
-    widths: list[int] = []
+    calls: list[tuple[int, int]] = []  # (tokens fed, cache length before the call)
     real = decode.forward_cached
     monkeypatch.setattr(
-        decode, "forward_cached", lambda m, x, c: widths.append(x.shape[1]) or real(m, x, c)
+        decode,
+        "forward_cached",
+        lambda m, x, c: calls.append((x.shape[1], c.length)) or real(m, x, c),
     )
     t = decode.measure_decode(
-        model, batch=1, prompt_tokens=4, new_tokens=2, warmup_steps=warmup_steps, prefill_repeats=3
+        model, batch=1, prompt_tokens=4, new_tokens=6, warmup_steps=warmup_steps, prefill_repeats=3
     )
-    assert widths.count(4) == 3 + untimed and len(t.prefill_samples_s) == 3
-    assert (
-        widths[: 3 + untimed] == [4] * (3 + untimed)
-        and len(widths) == 3 + untimed + 2 + warmup_steps
-    )
+    assert len(t.prefill_samples_s) == 3 and t.repeats == 6
+    # one untimed prefill seeds the decode, then the warm-up steps, all untimed
+    assert [n for n, _ in calls[: 1 + warmup_steps]] == [4] + [1] * warmup_steps
+    timed = [n for n, _ in calls[1 + warmup_steps :]]
+    assert timed == [4, 1, 1, 4, 1, 1, 4, 1, 1], timed  # spread over the decode steps
+    # each timed prefill starts from an empty cache; the decode steps' cache is never rewound
+    assert [length for n, length in calls[1 + warmup_steps :] if n == 4] == [0, 0, 0]
+    steps = [length for n, length in calls[1:] if n == 1]
+    assert steps == list(range(4, 4 + warmup_steps + 6))
+    assert t.mean_context_tokens == pytest.approx(4 + warmup_steps + 3.5)
 
 
 def test_a_sweep_sets_each_batch_against_its_two_ceilings():

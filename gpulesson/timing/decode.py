@@ -331,14 +331,16 @@ def measure_decode(
 ) -> DecodeTiming:
     """Time the prefill and the decode steps of one batch size with greedy decoding.
 
-    1. Allocate one cache for prompt + warm-up + timed tokens (outside the clock).
-    2. Prefill a random prompt once untimed when ``warmup_steps`` is not 0 (the first
-       pass of a shape pays one-off costs: it read about twice a warm prefill on a CPU),
-       then ``prefill_repeats`` times, each timed with a barrier before and after (the
-       cache rewound before each).
-    3. Run ``warmup_steps`` decode steps untimed, then time ``new_tokens`` steps, one
-       sample each, a barrier before and after every step; the next token is the
-       argmax of the last logits (greedy).
+    1. Allocate one cache for prompt + warm-up + timed tokens, and one for a prompt alone
+       (outside the clock).
+    2. Prefill a random prompt into the first cache, untimed (it also warms the prompt's
+       shape up), then run ``warmup_steps`` decode steps untimed.
+    3. Time ``new_tokens`` decode steps, one sample each, a barrier before and after every
+       step; the next token is the argmax of the last logits (greedy). Between them, time
+       ``prefill_repeats`` prefills of the same prompt into the second cache (rewound before
+       each), spread evenly: both phases are sampled over the same seconds, so a neighbour
+       that slows the machine for a while slows both alike. Timed one after the other,
+       a busy 2-core machine read the prefill at about the decode's rate in some runs.
     """
     for name, value in (
         ("batch", batch),
@@ -355,23 +357,21 @@ def measure_decode(
     config = model.config
     capacity = prompt_tokens + warmup_steps + new_tokens
     cache = KVCache.allocate(config, batch, capacity, device, param.dtype)
+    scratch = KVCache.allocate(config, batch, prompt_tokens, device, param.dtype)
     generator = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, config.vocab_size, (batch, prompt_tokens), generator=generator)
     prompt = prompt.to(device)
-    prefill: list[float] = []
-    if warmup_steps:
-        forward_cached(model, prompt, cache)
-    logits = torch.empty(0)
-    for _ in range(prefill_repeats):
-        cache.length = 0
-        seconds, logits = _timed(device, lambda: forward_cached(model, prompt, cache))
-        prefill.append(seconds)
-    token = logits[:, -1:].argmax(dim=-1)
+    token = forward_cached(model, prompt, cache)[:, -1:].argmax(dim=-1)
     for _ in range(warmup_steps):
         token = forward_cached(model, token, cache)[:, -1:].argmax(dim=-1)
+    prefill_before = [i * new_tokens // prefill_repeats for i in range(prefill_repeats)]
+    prefill: list[float] = []
     samples: list[float] = []
     contexts: list[int] = []
-    for _ in range(new_tokens):
+    for step in range(new_tokens):
+        for _ in range(prefill_before.count(step)):
+            scratch.length = 0
+            prefill.append(_timed(device, lambda: forward_cached(model, prompt, scratch))[0])
         contexts.append(cache.length + 1)
         seconds, logits = _timed(device, lambda t=token: forward_cached(model, t, cache))
         samples.append(seconds)
@@ -414,7 +414,7 @@ class DecodePlan:
     warmup_steps: int
     bandwidth_bytes: int  # each buffer of the copy that measures bandwidth
     matmul_n: int  # the square matmul that measures the compute rate in ``dtype``
-    prefill_repeats: int = 3  # timed prefills per batch, after one untimed (cache rewound)
+    prefill_repeats: int = 3  # timed prefills per batch, between its timed decode steps
     threads: int | None = None  # CPU threads for the whole sweep; None keeps torch's setting
 
     def parameters(self) -> int:
