@@ -48,7 +48,7 @@ def markdown_table(
         raise ValueError(
             f"table align {align!r} does not fit {width} columns: give one of l, r, c per column"
         )
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(_RULES[a] for a in align) + "|"]
+    lines = [_row(header), "|" + "|".join(_RULES[a] for a in align) + "|"]
     for number, row in enumerate(rows, start=1):
         cells = [inert(str(c)) if inert_cells else str(c) for c in row]
         if len(cells) != width:
@@ -61,5 +61,14 @@ def markdown_table(
                 raise ValueError(
                     f"table row {number} cell {cell!r} holds a bare '|': escape it as '\\|'"
                 )
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(_row(cells))
     return "\n".join(lines)
+
+
+def _row(cells: Sequence[str]) -> str:
+    """One row: each cell between pipes with a space either side; an empty cell is one space.
+
+    >>> _row(["", "value"])
+    '| | value |'
+    """
+    return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"

@@ -292,3 +292,23 @@ def test_the_gpu_dtype_and_batch_follow_the_hardware():
     assert 1 <= small < 8
     with pytest.raises(ValueError, match="one sequence of GPT-2"):
         compute_step.fitting_batch(config, 8, 2**30)
+
+
+def test_a_datasheet_quote_with_a_pipe_stays_in_its_cell_of_the_gpu_rows():
+    import re
+
+    from gpulesson.course.compute_budget import mfu_markdown
+    from gpulesson.results.bundle import Measurement
+
+    sheets = [s for s in datasheets.all_rows() if "|" in getattr(s.peaks.get("bf16"), "stated", "")]
+    assert sheets, "no datasheet quote holds a '|' any more: this test checks nothing"
+    step = Measurement(
+        name="train_step.bf16", entry="train_step", unit="FLOP/s", value=100e12,
+        samples=(1.0,), samples_unit="s", dtype="bf16", limit="peak_flops",
+    )  # fmt: skip
+    for sheet in sheets:
+        table = mfu_markdown(compute_step.gpu_readings_from_rows(step, None, sheet.name, sheet))
+        rows = [line for line in table.splitlines() if line.startswith("|")]
+        cells = [len(re.findall(r"(?<!\\)\|", row)) - 1 for row in rows]
+        assert cells == [4, 4, 4], (sheet.name, table)
+        assert "\\|" in rows[2]  # the quote's pipe, escaped: the page shows it in the cell

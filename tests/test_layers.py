@@ -383,3 +383,62 @@ def test_each_rule_reports_every_offender_in_one_sorted_list(tmp_path: Path):
         "pkg/late.py:13: measures: time.perf_counter"
     ]
     assert "\nearly.py:2: " in report("why", offences(paths, course_imports, tmp_path))
+
+
+# --- one table helper: gpulesson.tables.markdown_table writes every Markdown table -----------
+
+TABLE_HELPER = PACKAGE / "tables.py"
+#: A string that starts a table row (``"| "``) or holds a rule cell (``"---|"``, ``"---:|"``).
+TABLE_TEXT = re.compile(r"^\|\s|:?-{3,}:?\|")
+
+
+def docstring_nodes(tree: ast.AST) -> set[int]:
+    """The ``id`` of each docstring's node: a docstring's examples may show a table."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def table_strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """Each string (or f-string part) outside docstrings that writes a Markdown table row or
+    rule by hand, with its line.
+
+    >>> table_strings(ast.parse('h = "| n |"\\nr = "|---|---:|"\\nc = f"| {n} |"\\nx = "a | b"'))
+    [(1, '| n |'), (2, '|---|---:|'), (3, '| ')]
+    """
+    docstrings = docstring_nodes(tree)
+    return sorted(
+        {
+            (node.lineno, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and TABLE_TEXT.search(node.value)
+        }
+    )
+
+
+def hand_made_tables(path: Path) -> list[tuple[int, str]]:
+    return [
+        (line, f"writes a table by hand: {text!r}; use gpulesson.tables.markdown_table")
+        for line, text in table_strings(parsed(path))
+    ]
+
+
+def test_every_markdown_table_is_written_by_the_one_helper():
+    modules = sorted(p for p in PACKAGE.rglob("*.py") if p != TABLE_HELPER)
+    found = offences(modules, hand_made_tables)
+    assert not found, report("modules that write Markdown tables by hand", found)
+
+
+def test_the_table_check_catches_what_it_looks_for():
+    source = '"""| doc | table |\n|---|---|"""\nrule = "|---:|---|" + "---|" * 2\n'
+    assert table_strings(ast.parse(source)) == [(3, "---|"), (3, "|---:|---|")]
+    assert table_strings(ast.parse("def f():\n    '''| a |'''\n    return '| a |'\n")) == [
+        (3, "| a |")
+    ]

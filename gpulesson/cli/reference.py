@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpulesson.tables import markdown_table
+
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
     for action in parser._actions:  # argparse keeps subparsers only here
@@ -22,7 +24,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Ar
     return []
 
 
-def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
+def _option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str]]:
     rows = []
     for action in parser._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
@@ -39,7 +41,7 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
             else f"`{default}`"
         )
         help_text = (action.help or "").replace("|", "/").replace("%%", "%")
-        rows.append(f"| {name} | {help_text} | {shown} |")
+        rows.append((name, help_text, shown))
     return rows
 
 
@@ -50,7 +52,7 @@ def _section(parser: argparse.ArgumentParser, level: str) -> list[str]:
     lines += ["```text", parser.format_usage().strip(), "```", ""]
     rows = _option_rows(parser)
     if rows:
-        lines += ["| option | meaning | default |", "|---|---|---|", *rows, ""]
+        lines += [markdown_table(("option", "meaning", "default"), rows, align="lll"), ""]
     return lines
 
 

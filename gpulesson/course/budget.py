@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gpulesson.memory.budget import Budget, LeverTable, LogitsTensor
 from gpulesson.memory.recipes import Recipe
+from gpulesson.tables import markdown_table
 from gpulesson.units import GB, GIB
 
 
@@ -35,20 +36,32 @@ def recipes_markdown(budgets: dict[str, Budget]) -> str:
     >>> "| bf16 |" in recipes_markdown({"bf16": estimate(7e9, preset="bf16")})
     True
     """
-    out = [
-        "| preset | weights | gradients | optimizer state | master "
-        "| bytes per parameter | total GB |",
-        "|---|---|---|---|---|---|---:|",
-    ]
+    header = (
+        "preset",
+        "weights",
+        "gradients",
+        "optimizer state",
+        "master",
+        "bytes per parameter",
+        "total GB",
+    )
+    rows = []
     for name, b in budgets.items():
         r = b.recipe
         states = r.optimizer_states
         opt = f"{states} x {r.state_dtype}" if states else "none"
-        out.append(
-            f"| {name} | {r.weight_dtype} | {r.grad_dtype or 'none'} | {opt} | "
-            f"{r.master_dtype or 'none'} | {_per_param_arithmetic(r)} | {b.total_bytes / GB:,.1f} |"
+        rows.append(
+            (
+                name,
+                r.weight_dtype,
+                r.grad_dtype or "none",
+                opt,
+                r.master_dtype or "none",
+                _per_param_arithmetic(r),
+                f"{b.total_bytes / GB:,.1f}",
+            )
         )
-    return "\n".join(out)
+    return markdown_table(header, rows, align="llllllr")
 
 
 def tradeoffs_markdown(recipes: dict[str, Recipe]) -> str:
@@ -58,10 +71,8 @@ def tradeoffs_markdown(recipes: dict[str, Recipe]) -> str:
     >>> print(tradeoffs_markdown({"amp": PRESETS["amp"]}).splitlines()[-1])
     | amp | 16 | nothing in the update's precision: the norm for training, 16 bytes per parameter |
     """
-    out = ["| preset | bytes per parameter | what it gives up |", "|---|---:|---|"]
-    for name, r in recipes.items():
-        out.append(f"| {name} | {r.total_bytes_per_param:g} | {r.gives_up} |")
-    return "\n".join(out)
+    rows = [(name, f"{r.total_bytes_per_param:g}", r.gives_up) for name, r in recipes.items()]
+    return markdown_table(("preset", "bytes per parameter", "what it gives up"), rows, align="lrl")
 
 
 def levers_markdown(table: LeverTable) -> str:
@@ -72,22 +83,23 @@ def levers_markdown(table: LeverTable) -> str:
     >>> print(levers_markdown(t).splitlines()[-1])
     | SGD | 14.00 | 14.00 | 0.00 | 0.00 | 28.00 | -67% |
     """
-    start = table.base
-    out = [
-        "| lever | weights | gradients | optimizer | activations | peak GB | change |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        f"| none | {start.weights_bytes / GB:.2f} | {start.gradients_bytes / GB:.2f} | "
-        f"{start.optimizer_bytes / GB:.2f} | {start.activations_bytes / GB:.2f} | "
-        f"{start.total_bytes / GB:.2f} | |",
-    ]
-    for e in table.effects:
-        b = e.budget
-        out.append(
-            f"| {e.label} | {b.weights_bytes / GB:.2f} | {b.gradients_bytes / GB:.2f} | "
-            f"{b.optimizer_bytes / GB:.2f} | {b.activations_bytes / GB:.2f} | "
-            f"{b.total_bytes / GB:.2f} | {e.peak_change:+.0%} |"
+    budgets = [("none", table.base, "")]
+    budgets += [(e.label, e.budget, f"{e.peak_change:+.0%}") for e in table.effects]
+    rows = [
+        (
+            label,
+            f"{b.weights_bytes / GB:.2f}",
+            f"{b.gradients_bytes / GB:.2f}",
+            f"{b.optimizer_bytes / GB:.2f}",
+            f"{b.activations_bytes / GB:.2f}",
+            f"{b.total_bytes / GB:.2f}",
+            change,
         )
-    return "\n".join(out)
+        for label, b, change in budgets
+    ]
+    return markdown_table(
+        ("lever", "weights", "gradients", "optimizer", "activations", "peak GB", "change"), rows
+    )
 
 
 def ledgers_markdown(budgets: dict[str, Budget]) -> str:
@@ -97,16 +109,18 @@ def ledgers_markdown(budgets: dict[str, Budget]) -> str:
     >>> print(ledgers_markdown({"bf16": estimate(7e9, preset="bf16")}).splitlines()[-1])
     | bf16 | 14.000 | 14.000 | 56.000 | 84.00 |
     """
-    out = [
-        "| preset | weights (GB) | gradients (GB) | optimizer state (GB) | total (GB) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, b in budgets.items():
-        out.append(
-            f"| {name} | {b.weights_bytes / GB:.3f} | {b.gradients_bytes / GB:.3f} | "
-            f"{b.optimizer_bytes / GB:.3f} | {b.total_bytes / GB:.2f} |"
+    header = ("preset", "weights (GB)", "gradients (GB)", "optimizer state (GB)", "total (GB)")
+    rows = [
+        (
+            name,
+            f"{b.weights_bytes / GB:.3f}",
+            f"{b.gradients_bytes / GB:.3f}",
+            f"{b.optimizer_bytes / GB:.3f}",
+            f"{b.total_bytes / GB:.2f}",
         )
-    return "\n".join(out)
+        for name, b in budgets.items()
+    ]
+    return markdown_table(header, rows)
 
 
 def accumulation_markdown(budgets: dict[int, Budget]) -> str:
@@ -126,13 +140,16 @@ def accumulation_markdown(budgets: dict[int, Budget]) -> str:
 
 def inference_markdown(budgets: dict[str, Budget]) -> str:
     """Inference budgets: weights, KV cache and peak, in GB (10^9 bytes)."""
-    out = ["| preset | weights (GB) | KV cache (GB) | peak (GB) |", "|---|---:|---:|---:|"]
-    for name, b in budgets.items():
-        out.append(
-            f"| {name} | {b.weights_bytes / GB:.1f} | {b.kv_cache_bytes / GB:.1f} | "
-            f"{b.total_bytes / GB:.1f} |"
+    rows = [
+        (
+            name,
+            f"{b.weights_bytes / GB:.1f}",
+            f"{b.kv_cache_bytes / GB:.1f}",
+            f"{b.total_bytes / GB:.1f}",
         )
-    return "\n".join(out)
+        for name, b in budgets.items()
+    ]
+    return markdown_table(("preset", "weights (GB)", "KV cache (GB)", "peak (GB)"), rows)
 
 
 def logits_markdown(tensors: tuple[LogitsTensor, ...]) -> str:
@@ -143,13 +160,14 @@ def logits_markdown(tensors: tuple[LogitsTensor, ...]) -> str:
     >>> print(logits_markdown(logits_terms(estimate(shape=shape, preset="fp32"))).splitlines()[2])
     | logits | forward transient | 16 x 1024 x 50257 x 4 B | 3.29 |
     """
-    out = ["| tensor | role | shape x bytes per value | GB |", "|---|---|---|---:|"]
+    rows = []
     for t in tensors:
         dims = " x ".join(f"{n}" for _, n in t.dims)
-        out.append(
-            f"| {t.name} | {t.role} | {dims} x {t.bytes_per_value:g} B | {t.total_bytes / GB:.2f} |"
+        rows.append(
+            (t.name, t.role, f"{dims} x {t.bytes_per_value:g} B", f"{t.total_bytes / GB:.2f}")
         )
-    return "\n".join(out)
+    header = ("tensor", "role", "shape x bytes per value", "GB")
+    return markdown_table(header, rows, align="lllr")
 
 
 def kv_cache_markdown(budgets: dict[str, Budget]) -> str:
@@ -167,16 +185,19 @@ def kv_cache_markdown(budgets: dict[str, Budget]) -> str:
     |---|---:|---:|---:|---:|
     | GQA | 8 / 32 | 8,192 | 1 | 1.000 |
     """
-    out = [
-        "| attention | KV heads / heads | context (tokens) | batch | KV cache (GiB) |",
-        "|---|---:|---:|---:|---:|",
-    ]
+    rows = []
     for label, b in budgets.items():
         if b.shape is None:
             raise ValueError(f"budget {label!r} has no shape, so no KV cache: give a shape")
         s = b.shape
-        out.append(
-            f"| {label} | {s.kv_head_count} / {s.heads} | {s.seq:,} | {s.batch:,} | "
-            f"{b.kv_cache_bytes / GIB:,.3f} |"
+        rows.append(
+            (
+                label,
+                f"{s.kv_head_count} / {s.heads}",
+                f"{s.seq:,}",
+                f"{s.batch:,}",
+                f"{b.kv_cache_bytes / GIB:,.3f}",
+            )
         )
-    return "\n".join(out)
+    header = ("attention", "KV heads / heads", "context (tokens)", "batch", "KV cache (GiB)")
+    return markdown_table(header, rows)

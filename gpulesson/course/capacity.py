@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gpulesson.memory.budget import CardVerdict
 from gpulesson.memory.capacity import CapacityRow, CardUnits
+from gpulesson.tables import markdown_table
 from gpulesson.units import GB, GIB, format_gb, format_gib
 
 
@@ -23,19 +24,18 @@ def capacity_markdown(rows: tuple[CapacityRow, ...], headroom: bool = False) -> 
     | 24 | 22.35 | 12.0 | 4.0 | 1.5 |
     """
     suffix = " with headroom" if headroom else ""
-    heads = "".join(
-        f" {e.label}, {e.bytes_per_param:g} B/param{suffix} (billion params) |"
+    header = ["card (GB)", "card (GiB)"] + [
+        f"{e.label}, {e.bytes_per_param:g} B/param{suffix} (billion params)"
         for e in (rows[0].entries if rows else ())
-    )
-    out = [
-        f"| card (GB) | card (GiB) |{heads}",
-        "|---:|---:|" + "---:|" * (len(rows[0].entries) if rows else 0),
     ]
+    cells = []
     for r in rows:
         values = [e.params_with_headroom if headroom else e.params for e in r.entries]
-        cells = " | ".join(f"{v / 1e9:.1f}" for v in values)
-        out.append(f"| {r.card_bytes / GB:.3g} | {r.card_bytes / GIB:.2f} | {cells} |")
-    return "\n".join(out)
+        cells.append(
+            [f"{r.card_bytes / GB:.3g}", f"{r.card_bytes / GIB:.2f}"]
+            + [f"{v / 1e9:.1f}" for v in values]
+        )
+    return markdown_table(header, cells, align="r" * len(header))
 
 
 def verdicts_markdown(verdicts: tuple[CardVerdict, ...]) -> str:
@@ -45,14 +45,17 @@ def verdicts_markdown(verdicts: tuple[CardVerdict, ...]) -> str:
     >>> print(verdicts_markdown((fits(estimate(7e9, preset="infer-fp16"), 24 * GIB),))[-18:])
     | fits | +9.1 GB |
     """
-    out = ["| card | needs (peak + headroom) | verdict | spare |", "|---|---:|---|---:|"]
-    for v in verdicts:
-        out.append(
-            f"| {format_gb(v.card_bytes)} ({format_gib(v.card_bytes)}) | "
-            f"{format_gb(v.needed_bytes)} | {'fits' if v.fits else 'does not fit'} | "
-            f"{v.spare_bytes / GB:+,.1f} GB |"
+    rows = [
+        (
+            f"{format_gb(v.card_bytes)} ({format_gib(v.card_bytes)})",
+            format_gb(v.needed_bytes),
+            "fits" if v.fits else "does not fit",
+            f"{v.spare_bytes / GB:+,.1f} GB",
         )
-    return "\n".join(out)
+        for v in verdicts
+    ]
+    header = ("card", "needs (peak + headroom)", "verdict", "spare")
+    return markdown_table(header, rows, align="lrlr")
 
 
 def card_units_markdown(rows: tuple[CardUnits, ...]) -> str:
@@ -63,14 +66,21 @@ def card_units_markdown(rows: tuple[CardUnits, ...]) -> str:
     | 24 | 25.8 GB | 1.84 | 24.0 GB | 1.71 |
     """
     preset = rows[0].preset if rows else ""
-    out = [
-        f"| card size N | N GiB in GB | largest model, {preset} (billions) "
-        f"| N GB in GB | largest model, {preset} (billions) |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        out.append(
-            f"| {r.size} | {format_gb(r.gib_card_bytes)} | {r.gib_card_params / 1e9:.2f} "
-            f"| {format_gb(r.gb_card_bytes)} | {r.gb_card_params / 1e9:.2f} |"
+    header = (
+        "card size N",
+        "N GiB in GB",
+        f"largest model, {preset} (billions)",
+        "N GB in GB",
+        f"largest model, {preset} (billions)",
+    )
+    cells = [
+        (
+            f"{r.size}",
+            format_gb(r.gib_card_bytes),
+            f"{r.gib_card_params / 1e9:.2f}",
+            format_gb(r.gb_card_bytes),
+            f"{r.gb_card_params / 1e9:.2f}",
         )
-    return "\n".join(out)
+        for r in rows
+    ]
+    return markdown_table(header, cells, align="rrrrr")

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # torch-free at run time: these are only read
         StepTiming,
     )
 from gpulesson.memory.compute_render import flops_text
+from gpulesson.tables import markdown_table
+from gpulesson.text import inert
 
 
 def _rate_unit(values: Sequence[float]) -> tuple[str, float]:
@@ -34,17 +36,24 @@ def linear_markdown(count: LinearCount) -> str:
     """One linear layer's forward and backward FLOPs: the formula beside FlopCounterMode."""
     f = count.formula
     t, i, o = f.tokens, f.in_features, f.out_features
-    return "\n".join(
-        [
-            "| pass | matmuls (shapes) | formula | FLOPs (formula) | FLOPs (FlopCounterMode) |",
-            "|---|---|---|---:|---:|",
-            f"| forward | Y = X W: ({t} × {i}) @ ({i} × {o}) | 2 × tokens × in × out "
-            f"| {flops_text(f.forward_flops)} | {flops_text(count.counted_forward_flops)} |",
-            f"| backward | dX = dY Wᵀ: ({t} × {o}) @ ({o} × {i}); dW = Xᵀ dY: ({i} × {t}) @ "
-            f"({t} × {o}) | 4 × tokens × in × out | {flops_text(f.backward_flops)} "
-            f"| {flops_text(count.counted_backward_flops)} |",
-        ]
-    )
+    header = ("pass", "matmuls (shapes)", "formula", "FLOPs (formula)", "FLOPs (FlopCounterMode)")
+    rows = [
+        (
+            "forward",
+            f"Y = X W: ({t} × {i}) @ ({i} × {o})",
+            "2 × tokens × in × out",
+            flops_text(f.forward_flops),
+            flops_text(count.counted_forward_flops),
+        ),
+        (
+            "backward",
+            f"dX = dY Wᵀ: ({t} × {o}) @ ({o} × {i}); dW = Xᵀ dY: ({i} × {t}) @ ({t} × {o})",
+            "4 × tokens × in × out",
+            flops_text(f.backward_flops),
+            flops_text(count.counted_backward_flops),
+        ),
+    ]
+    return markdown_table(header, rows, align="lllrr")
 
 
 def _model_text(step: StepCount) -> str:
@@ -59,70 +68,87 @@ def _model_text(step: StepCount) -> str:
 def step_count_markdown(step: StepCount) -> str:
     """One GPT-2 step: N, D, 6ND, the counter's total, their ratio, and the count by operator."""
     ops = ", ".join(f"`{op}` {flops_text(n)}" for op, n in step.by_operator) or "none"
-    return "\n".join(
-        [
-            "| quantity | value |",
-            "|---|---:|",
-            f"| model | {_model_text(step)} |",
-            f"| parameters N | {step.parameters:,} |",
-            f"| tokens D (batch × sequence) | {step.batch} × {step.seq} = {step.tokens:,} |",
-            f"| 6ND (FLOPs) | {flops_text(step.six_nd_flops)} |",
-            f"| counted by FlopCounterMode (FLOPs) | {flops_text(step.counted_flops)} |",
-            f"| counted / 6ND | {step.ratio_to_six_nd:.3f} |",
-            "",
-            f"The count by operator: {ops}.",
-        ]
-    )
+    rows = [
+        ("model", _model_text(step)),
+        ("parameters N", f"{step.parameters:,}"),
+        ("tokens D (batch × sequence)", f"{step.batch} × {step.seq} = {step.tokens:,}"),
+        ("6ND (FLOPs)", flops_text(step.six_nd_flops)),
+        ("counted by FlopCounterMode (FLOPs)", flops_text(step.counted_flops)),
+        ("counted / 6ND", f"{step.ratio_to_six_nd:.3f}"),
+    ]
+    table = markdown_table(("quantity", "value"), rows)
+    return f"{table}\n\nThe count by operator: {ops}."
 
 
 def sequence_sweep_markdown(steps: Sequence[StepCount]) -> str:
     """6ND, the attention term and the counter's total for the same model at several lengths."""
+    header = (
+        "sequence × batch",
+        "attention term (FLOPs)",
+        "6·N_matmul·D + attention (FLOPs)",
+        "counted (FLOPs)",
+        "counted / 6ND",
+    )
     rows = [
-        "| sequence × batch | attention term (FLOPs) | 6·N_matmul·D + attention (FLOPs) "
-        "| counted (FLOPs) | counted / 6ND |",
-        "|---:|---:|---:|---:|---:|",
-    ]
-    for s in steps:
-        rows.append(
-            f"| {s.seq:,} × {s.batch} | {flops_text(s.attention_flops)} "
-            f"| {flops_text(s.formula_flops)} | {flops_text(s.counted_flops)} "
-            f"| {s.ratio_to_six_nd:.2f} |"
+        (
+            f"{s.seq:,} × {s.batch}",
+            flops_text(s.attention_flops),
+            flops_text(s.formula_flops),
+            flops_text(s.counted_flops),
+            f"{s.ratio_to_six_nd:.2f}",
         )
+        for s in steps
+    ]
+    lines = [markdown_table(header, rows, align="rrrrr")]
     if steps:
         s = steps[0]
-        rows += [
+        lines += [
             "",
             f"One model ({_model_text(s)}), {s.tokens:,} tokens (D) in every row, so "
             f"6ND = {flops_text(s.six_nd_flops)} in every row. N = {s.parameters:,} "
             f"parameters, of which N_matmul = {s.matmul_parameters:,} are weights of linear "
             "layers; the attention term is 12 × layers × sequence × hidden × D.",
         ]
-    return "\n".join(rows)
+    return "\n".join(lines)
 
 
 def recompute_markdown(pair: RecomputeCount) -> str:
     """The same step counted with and without full activation checkpointing."""
+    header = ("step", "counted (FLOPs)", "counted / 6ND", "over the step without checkpointing")
     rows = [
-        "| step | counted (FLOPs) | counted / 6ND | over the step without checkpointing |",
-        "|---|---:|---:|---:|",
-        f"| no checkpointing | {flops_text(pair.plain.counted_flops)} "
-        f"| {pair.plain.ratio_to_six_nd:.2f} | 1 |",
-        f"| every block checkpointed | {flops_text(pair.checkpointed.counted_flops)} "
-        f"| {pair.checkpointed.ratio_to_six_nd:.2f} | {pair.ratio:.3f} |",
+        (
+            "no checkpointing",
+            flops_text(pair.plain.counted_flops),
+            f"{pair.plain.ratio_to_six_nd:.2f}",
+            "1",
+        ),
+        (
+            "every block checkpointed",
+            flops_text(pair.checkpointed.counted_flops),
+            f"{pair.checkpointed.ratio_to_six_nd:.2f}",
+            f"{pair.ratio:.3f}",
+        ),
     ]
-    return "\n".join(rows)
+    return markdown_table(header, rows)
 
 
 def sdpa_gap_markdown(gap: SdpaGap) -> str:
     """The same CPU step counted with eager attention and with SDPA, and what SDPA hid."""
+    rows = [
+        (
+            "eager (two matmuls)",
+            flops_text(gap.eager.counted_flops),
+            f"{gap.eager.ratio_to_six_nd:.3f}",
+        ),
+        (
+            "`scaled_dot_product_attention` on the CPU",
+            flops_text(gap.sdpa.counted_flops),
+            f"{gap.sdpa.ratio_to_six_nd:.3f}",
+        ),
+    ]
     return "\n".join(
         [
-            "| attention | counted (FLOPs) | counted / 6ND |",
-            "|---|---:|---:|",
-            f"| eager (two matmuls) | {flops_text(gap.eager.counted_flops)} "
-            f"| {gap.eager.ratio_to_six_nd:.3f} |",
-            f"| `scaled_dot_product_attention` on the CPU | {flops_text(gap.sdpa.counted_flops)} "
-            f"| {gap.sdpa.ratio_to_six_nd:.3f} |",
+            markdown_table(("attention", "counted (FLOPs)", "counted / 6ND"), rows),
             "",
             f"The counter missed {flops_text(gap.missing_flops)} FLOPs with SDPA; attention's "
             f"term, 12 × layers × seq × hidden × D, is {flops_text(gap.eager.attention_flops)}.",
@@ -134,18 +160,17 @@ def step_timing_markdown(step: StepTiming) -> str:
     """The timed training step: tokens, counted FLOPs, median time, achieved FLOP/s."""
     t = step.timing
     unit, scale = _rate_unit([step.flop_per_s])
-    lines = [
-        "| quantity | value |",
-        "|---|---:|",
-        f"| model | {_model_text(step.count)} |",
-        f"| device, dtype, threads | {t.device}, {step.dtype}, {t.threads} |",
-        f"| tokens per step | {step.count.tokens:,} |",
-        f"| model FLOPs per step (counted) | {flops_text(step.count.counted_flops)} |",
-        f"| step time, median of {t.repeats} (s) | {t.median_s:.4f} |",
-        f"| step time, IQR (s) | {t.iqr_s:.4f} |",
-        f"| achieved ({unit}) | {step.flop_per_s / scale:,.1f} |",
-        f"| tokens per second | {step.tokens_per_s:,.0f} |",
+    rows = [
+        ("model", _model_text(step.count)),
+        ("device, dtype, threads", f"{t.device}, {step.dtype}, {t.threads}"),
+        ("tokens per step", f"{step.count.tokens:,}"),
+        ("model FLOPs per step (counted)", flops_text(step.count.counted_flops)),
+        (f"step time, median of {t.repeats} (s)", f"{t.median_s:.4f}"),
+        ("step time, IQR (s)", f"{t.iqr_s:.4f}"),
+        (f"achieved ({unit})", f"{step.flop_per_s / scale:,.1f}"),
+        ("tokens per second", f"{step.tokens_per_s:,.0f}"),
     ]
+    lines = [markdown_table(("quantity", "value"), rows)]
     if t.spread_warning:
         lines += ["", f'!!! warning "Noisy timing"\n    {t.spread_warning}']
     return "\n".join(lines)
@@ -161,15 +186,23 @@ def mfu_markdown(readings: Sequence[MfuReading]) -> str:
     | best matmul | 100.0 | 40% | here |
     """
     unit, scale = _rate_unit([r.peak_flop_per_s for r in readings])
-    rows = [
-        f"| peak the step is set against | peak ({unit}) | share the step reached "
-        "| where the peak comes from |",
-        "|---|---:|---:|---|",
-    ]
-    for r in readings:
-        rows.append(
-            f"| {r.peak_label} | {r.peak_flop_per_s / scale:,.1f} | {r.mfu:.0%} | {r.peak_source} |"
+    # A datasheet's label and quote are contributed text (a quote may hold a '|'): escaped.
+    table = [
+        (
+            inert(r.peak_label),
+            f"{r.peak_flop_per_s / scale:,.1f}",
+            f"{r.mfu:.0%}",
+            inert(r.peak_source),
         )
+        for r in readings
+    ]
+    header = (
+        "peak the step is set against",
+        f"peak ({unit})",
+        "share the step reached",
+        "where the peak comes from",
+    )
+    rows = [markdown_table(header, table, align="lrrl")]
     if readings:
         r = readings[0]
         rows += [
@@ -226,49 +259,65 @@ def _price_cells(plan: TrainingPlan) -> tuple[str, str]:
 
 def plans_markdown(plans: Sequence[TrainingPlan]) -> str:
     """The same training run on several GPUs: peak, hours, GPU-hours and the example bill."""
+    header = (
+        "GPU (datasheet id)",
+        "dense peak (TFLOP/s)",
+        "wall-clock hours",
+        "GPU-hours",
+        "example rate ($/GPU-hour)",
+        "cost ($)",
+    )
     rows = [
-        "| GPU (datasheet id) | dense peak (TFLOP/s) | wall-clock hours | GPU-hours "
-        "| example rate ($/GPU-hour) | cost ($) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for p in plans:
-        price, cost = _price_cells(p)
-        rows.append(
-            f"| `{p.gpu}` | {p.peak_flop_per_s / 1e12:,.1f} {p.peak_dtype} | {p.hours:,.0f} "
-            f"| {p.gpu_hours:,.0f} | {price} | {cost} |"
+        (
+            f"`{p.gpu}`",
+            f"{p.peak_flop_per_s / 1e12:,.1f} {p.peak_dtype}",
+            f"{p.hours:,.0f}",
+            f"{p.gpu_hours:,.0f}",
+            *_price_cells(p),
         )
+        for p in plans
+    ]
+    lines = [markdown_table(header, rows)]
     if plans:
         p = plans[0]
         f = p.flops
-        rows += [
+        lines += [
             "",
             f"The run: {f.parameters:.3g} parameters × {f.tokens:.3g} tokens = "
             f"{flops_text(f.train_flops)} FLOPs, on {p.gpus} GPUs at MFU {p.mfu:.2f}. Rates "
             "are the where-to-run lesson's example on-demand rates, not quotes; a GPU without "
             "one gets no cost.",
         ]
-    return "\n".join(rows)
+    return "\n".join(lines)
 
 
 def chinchilla_markdown(plans: Sequence[TrainingPlan]) -> str:
     """Model sizes trained on 20 tokens per parameter: tokens, FLOPs, hours and the bill."""
+    header = (
+        "parameters",
+        "tokens (20 per parameter)",
+        "FLOPs (6ND)",
+        "wall-clock hours",
+        "GPU-hours",
+        "cost at the example rate ($)",
+    )
     rows = [
-        "| parameters | tokens (20 per parameter) | FLOPs (6ND) | wall-clock hours "
-        "| GPU-hours | cost at the example rate ($) |",
-        "|---:|---:|---:|---:|---:|---:|",
-    ]
-    for p in plans:
-        _, cost = _price_cells(p)
-        rows.append(
-            f"| {p.flops.parameters:.3g} | {p.flops.tokens:.3g} "
-            f"| {flops_text(p.flops.train_flops)} | {p.hours:,.0f} "
-            f"| {p.gpu_hours:,.0f} | {cost} |"
+        (
+            f"{p.flops.parameters:.3g}",
+            f"{p.flops.tokens:.3g}",
+            flops_text(p.flops.train_flops),
+            f"{p.hours:,.0f}",
+            f"{p.gpu_hours:,.0f}",
+            _price_cells(p)[1],
         )
+        for p in plans
+    ]
+    lines = [markdown_table(header, rows, align="rrrrrr")]
     if plans:
         p = plans[0]
-        rows += [
+        lines += [
             "",
             f"On {p.gpus} × {p.gpu_name} (`{p.gpu}`, dense {p.peak_dtype} peak "
             f"{p.peak_flop_per_s / 1e12:,.1f} TFLOP/s) at MFU {p.mfu:.2f}.",
         ]
-    return "\n".join(rows)
+    return "\n".join(lines)

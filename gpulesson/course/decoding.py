@@ -47,21 +47,30 @@ def ceilings_markdown(sweep: DecodeSweep) -> str:
     """The two ceilings the sweep is set against, the ridge and the crossover batch."""
     bw = max(sweep.bandwidths, key=lambda b: b.bytes_per_s)
     readings = ", ".join(f"{b.bytes_per_s / GB:,.1f}" for b in sweep.bandwidths)
-    return "\n".join(
-        [
-            f"| quantity | measured on {sweep.device} | how |",
-            "|---|---:|---|",
-            f"| memory bandwidth | {sweep.bandwidth_bytes_per_s / GB:,.1f} GB/s | copy of "
-            f"{bw.bytes_moved / 2 / MIB:,.0f} MiB, bytes read + written / median time; the "
-            f"faster of the readings before and after the sweep ({readings} GB/s) |",
-            f"| matmul rate, {sweep.dtype} | {sweep.peak_flop_per_s / 1e9:,.1f} GFLOP/s | "
-            f"{sweep.peak.name}: 2n^3 / median time |",
-            f"| ridge point | {sweep.ridge_flop_per_byte:,.2f} FLOP/byte | matmul rate / "
-            "bandwidth |",
-            f"| crossover batch | {sweep.crossover_batch:,.1f} | ridge x {sweep.bytes_per_weight} "
-            f"bytes per {sweep.dtype} weight / 2 FLOPs per weight |",
-        ]
-    )
+    rows = [
+        (
+            "memory bandwidth",
+            f"{sweep.bandwidth_bytes_per_s / GB:,.1f} GB/s",
+            f"copy of {bw.bytes_moved / 2 / MIB:,.0f} MiB, bytes read + written / median time; "
+            f"the faster of the readings before and after the sweep ({readings} GB/s)",
+        ),
+        (
+            f"matmul rate, {sweep.dtype}",
+            f"{sweep.peak_flop_per_s / 1e9:,.1f} GFLOP/s",
+            f"{sweep.peak.name}: 2n^3 / median time",
+        ),
+        (
+            "ridge point",
+            f"{sweep.ridge_flop_per_byte:,.2f} FLOP/byte",
+            "matmul rate / bandwidth",
+        ),
+        (
+            "crossover batch",
+            f"{sweep.crossover_batch:,.1f}",
+            f"ridge x {sweep.bytes_per_weight} bytes per {sweep.dtype} weight / 2 FLOPs per weight",
+        ),
+    ]
+    return markdown_table(("quantity", f"measured on {sweep.device}", "how"), rows, align="lrl")
 
 
 def decode_markdown(sweep: DecodeSweep) -> str:
@@ -78,28 +87,48 @@ def decode_markdown(sweep: DecodeSweep) -> str:
         f"per step; prompt of {first.prompt_tokens} tokens, then {first.repeats} timed decode "
         "steps after a warm-up (one sample per step).",
         "",
-        "| batch | decode tokens/s (all sequences) | tokens/s per sequence | prefill tokens/s "
-        "| measured / lower bound | limit |",
-        "|---:|---:|---:|---:|---:|---|",
     ]
     bounds = sweep.bounds()
-    for b in bounds:
-        lines.append(
-            f"| {b.batch} | {_rate(b.tokens_per_s)} | {_rate(b.sequence_tokens_per_s)} | "
-            f"{_rate(b.prefill_tokens_per_s)} | {b.share_of_bound:.0%} | {b.limit} |"
+    header = (
+        "batch",
+        "decode tokens/s (all sequences)",
+        "tokens/s per sequence",
+        "prefill tokens/s",
+        "measured / lower bound",
+        "limit",
+    )
+    rows = [
+        (
+            b.batch,
+            _rate(b.tokens_per_s),
+            _rate(b.sequence_tokens_per_s),
+            _rate(b.prefill_tokens_per_s),
+            f"{b.share_of_bound:.0%}",
+            b.limit,
         )
-    lines += [
-        "",
-        "| batch | MB read per step | KV cache share of bytes | FLOP/byte "
-        "| bandwidth bound (tokens/s) | compute bound (tokens/s) |",
-        "|---:|---:|---:|---:|---:|---:|",
+        for b in bounds
     ]
-    for b in bounds:
-        lines.append(
-            f"| {b.batch} | {b.bytes_per_step / MB:,.1f} | {b.kv_share_of_bytes:.1%} | "
-            f"{b.intensity_flop_per_byte:.2f} | {_rate(b.bandwidth_bound_tokens_per_s)} | "
-            f"{_rate(b.compute_bound_tokens_per_s)} |"
+    lines += [markdown_table(header, rows, align="rrrrrl"), ""]
+    header = (
+        "batch",
+        "MB read per step",
+        "KV cache share of bytes",
+        "FLOP/byte",
+        "bandwidth bound (tokens/s)",
+        "compute bound (tokens/s)",
+    )
+    rows = [
+        (
+            b.batch,
+            f"{b.bytes_per_step / MB:,.1f}",
+            f"{b.kv_share_of_bytes:.1%}",
+            f"{b.intensity_flop_per_byte:.2f}",
+            _rate(b.bandwidth_bound_tokens_per_s),
+            _rate(b.compute_bound_tokens_per_s),
         )
+        for b in bounds
+    ]
+    lines.append(markdown_table(header, rows, align="rrrrrr"))
     named: list[tuple[str, Spread]] = [(f"batch {r.batch}", r) for r in sweep.rows]
     named += [(f"{op.name} ({op.device})", op) for op in (*sweep.bandwidths, sweep.peak)]
     lines += _spread_warnings(named)
@@ -153,19 +182,29 @@ def gpu_bounds_markdown(rows: Sequence[GpuBound]) -> str:
     """Datasheet GPUs: batch-1 bounds from bandwidth and from arithmetic, ridge, crossover."""
     if not rows:
         raise ValueError("no GPUs to show: pass at least one datasheet id")
-    lines = [
-        "| GPU | memory bandwidth (GB/s) | fp16 peak (TFLOP/s, dense) | bandwidth bound, "
-        "batch 1 (tokens/s) | compute bound, batch 1 (tokens/s) | ridge (FLOP/byte) | "
-        "batch where compute binds |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.name} | {r.bandwidth_bytes_per_s / GB:,.0f} | {r.fp16_flop_per_s / 1e12:,.1f} | "
-            f"{_rate(r.format_tokens_per_s('fp16'))} | {_rate(r.compute_bound_tokens_per_s)} | "
-            f"{r.ridge_flop_per_byte:,.0f} | {r.crossover_batch:,.0f} |"
+    header = (
+        "GPU",
+        "memory bandwidth (GB/s)",
+        "fp16 peak (TFLOP/s, dense)",
+        "bandwidth bound, batch 1 (tokens/s)",
+        "compute bound, batch 1 (tokens/s)",
+        "ridge (FLOP/byte)",
+        "batch where compute binds",
+    )
+    cells = [
+        (
+            r.name,
+            f"{r.bandwidth_bytes_per_s / GB:,.0f}",
+            f"{r.fp16_flop_per_s / 1e12:,.1f}",
+            _rate(r.format_tokens_per_s("fp16")),
+            _rate(r.compute_bound_tokens_per_s),
+            f"{r.ridge_flop_per_byte:,.0f}",
+            f"{r.crossover_batch:,.0f}",
         )
-    lines += [
+        for r in rows
+    ]
+    lines = [
+        markdown_table(header, cells),
         "",
         f"A model of {rows[0].parameters / 1e9:g} x 10^9 parameters in fp16, weights only: the KV "
         "cache and every other byte make the real bandwidth bound lower. Bandwidths and peaks "
@@ -179,16 +218,17 @@ def quantized_bounds_markdown(rows: Sequence[GpuBound]) -> str:
     if not rows:
         raise ValueError("no GPUs to show: pass at least one datasheet id")
     names = [name for name, _ in rows[0].tokens_per_s]
-    lines = [
-        "| GPU | "
-        + " | ".join(f"{n} weights: tokens/s at batch 1" for n in names)
-        + " | int4 weights: batch where compute binds |",
-        "|---|" + "---:|" * len(names) + "---:|",
+    header = (
+        "GPU",
+        *(f"{n} weights: tokens/s at batch 1" for n in names),
+        "int4 weights: batch where compute binds",
+    )
+    cells = [
+        (r.name, *(_rate(v) for _, v in r.tokens_per_s), f"{r.int4_crossover_batch:,.0f}")
+        for r in rows
     ]
-    for r in rows:
-        cells = " | ".join(_rate(v) for _, v in r.tokens_per_s)
-        lines.append(f"| {r.name} | {cells} | {r.int4_crossover_batch:,.0f} |")
-    lines += [
+    lines = [
+        markdown_table(header, cells),
         "",
         "Weights only; the scales a quantized format stores beside its weights add a few "
         "per cent to the bytes and are left out.",
@@ -198,18 +238,24 @@ def quantized_bounds_markdown(rows: Sequence[GpuBound]) -> str:
 
 def attention_layouts_markdown(growth: KVGrowth) -> str:
     """Per-token cache of each attention layout: values per layer, formula, KiB per token."""
-    lines = [
-        f"| attention | values per token per layer | formula | KiB per token "
-        f"({growth.layers} layers, {growth.bytes_per_value:g} B per value) | window |",
-        "|---|---:|---|---:|---|",
-    ]
-    for x in growth.layouts:
-        window = "none" if x.window_tokens is None else f"{x.window_tokens:,} tokens"
-        lines.append(
-            f"| {x.name} | {x.values_per_token_per_layer:,} | {x.formula} | "
-            f"{growth.per_token_bytes(x) / KIB:,.1f} | {window} |"
+    header = (
+        "attention",
+        "values per token per layer",
+        "formula",
+        f"KiB per token ({growth.layers} layers, {growth.bytes_per_value:g} B per value)",
+        "window",
+    )
+    rows = [
+        (
+            x.name,
+            f"{x.values_per_token_per_layer:,}",
+            x.formula,
+            f"{growth.per_token_bytes(x) / KIB:,.1f}",
+            "none" if x.window_tokens is None else f"{x.window_tokens:,} tokens",
         )
-    return "\n".join(lines)
+        for x in growth.layouts
+    ]
+    return markdown_table(header, rows, align="lrlrl")
 
 
 def kv_growth_markdown(growth: KVGrowth) -> str:
@@ -275,15 +321,18 @@ def kv_growth_chart(growth: KVGrowth, names: Sequence[str] | None = None) -> str
 
 def reservation_markdown(r: Reservation) -> str:
     """A card under a serving engine's up-front reservation, in GiB, and the tokens it holds."""
+    rows = [
+        ("card", r.card_bytes),
+        (
+            f"reserved up front ({r.utilization:.0%} of the card: what nvidia-smi shows as used)",
+            r.reserved_bytes,
+        ),
+        ("weights", r.weight_bytes),
+        ("left for KV blocks", r.kv_pool_bytes),
+    ]
     return "\n".join(
         [
-            "| quantity | GiB |",
-            "|---|---:|",
-            f"| card | {r.card_bytes / GIB:,.1f} |",
-            f"| reserved up front ({r.utilization:.0%} of the card: what nvidia-smi shows as used) "
-            f"| {r.reserved_bytes / GIB:,.1f} |",
-            f"| weights | {r.weight_bytes / GIB:,.1f} |",
-            f"| left for KV blocks | {r.kv_pool_bytes / GIB:,.1f} |",
+            markdown_table(("quantity", "GiB"), [(q, f"{b / GIB:,.1f}") for q, b in rows]),
             "",
             f"At {r.per_token_bytes / KIB:,.0f} KiB per token that pool holds "
             f"{r.kv_tokens:,} tokens of context, shared by every request in flight.",

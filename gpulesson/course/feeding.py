@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 from gpulesson.timing.fusion import FusionResult
 from gpulesson.timing.loader import LoaderComparison, LoaderRun
@@ -66,15 +67,28 @@ def loader_markdown(c: LoaderComparison) -> str:
         f"load). {first.epochs} epochs of "
         f"{first.batches_per_epoch} batches per setting, on {c.cpus} CPU cores.",
         "",
-        "| setting | batches/s | step idle (share of each batch) | first batch, epoch 1 (ms) | "
-        "first batch, later epochs (ms) | speedup over 0 workers (x) |",
-        "|---|---:|---:|---:|---:|---:|",
+        markdown_table(
+            (
+                "setting",
+                "batches/s",
+                "step idle (share of each batch)",
+                "first batch, epoch 1 (ms)",
+                "first batch, later epochs (ms)",
+                "speedup over 0 workers (x)",
+            ),
+            [
+                (
+                    run.setting.label,
+                    f"{run.batches_per_s:.3g}",
+                    f"{run.step_idle_share:.0%}",
+                    _ms(run.first_batch_s[0]),
+                    _first_later(run),
+                    f"{c.speedup(run):.2f}",
+                )
+                for run in c.runs
+            ],
+        ),
     ]
-    for run in c.runs:
-        lines.append(
-            f"| {run.setting.label} | {run.batches_per_s:.3g} | {run.step_idle_share:.0%} | "
-            f"{_ms(run.first_batch_s[0])} | {_first_later(run)} | {c.speedup(run):.2f} |"
-        )
     lines += _spread_warnings([(r.setting.label, r) for r in c.runs])
     return "\n".join(lines)
 
@@ -90,27 +104,51 @@ def fusion_markdown(f: FusionResult, launch: LaunchOverhead | None = None) -> st
     >>> print(fusion_markdown(r).splitlines()[2])
     | eager: 30 PyTorch calls | 100 | 3.33 | 0 | 1 |
     """
-    lines = [
-        f"| the chain on {f.n_elements:,} fp32 elements, {f.device}, {f.threads} thread"
-        f"{'s' if f.threads > 1 else ''} | median per call (µs) | per op (µs) | IQR (µs) | "
-        "samples |",
-        "|---|---:|---:|---:|---:|",
-        f"| eager: {f.ops_per_call} PyTorch calls | {_us(f.eager.median_s)} | "
-        f"{_us(f.eager_per_op_s)} | {_us(f.eager.iqr_s)} | {f.eager.repeats} |",
-        f"| compiled: one fused kernel | {_us(f.compiled.median_s)} | – | "
-        f"{_us(f.compiled.iqr_s)} | {f.compiled.repeats} |",
+    header = (
+        f"the chain on {f.n_elements:,} fp32 elements, {f.device}, {f.threads} thread"
+        f"{'s' if f.threads > 1 else ''}",
+        "median per call (µs)",
+        "per op (µs)",
+        "IQR (µs)",
+        "samples",
+    )
+    rows = [
+        (
+            f"eager: {f.ops_per_call} PyTorch calls",
+            _us(f.eager.median_s),
+            _us(f.eager_per_op_s),
+            _us(f.eager.iqr_s),
+            str(f.eager.repeats),
+        ),
+        (
+            "compiled: one fused kernel",
+            _us(f.compiled.median_s),
+            "–",
+            _us(f.compiled.iqr_s),
+            str(f.compiled.repeats),
+        ),
     ]
     if launch is not None:
-        lines.append(
-            f"| one tiny op (`torch.add` of one element), eager | {_us(launch.median_s)} | "
-            f"{_us(launch.median_s)} | {_us(launch.eager.iqr_s)} | {launch.eager.repeats} |"
+        rows.append(
+            (
+                "one tiny op (`torch.add` of one element), eager",
+                _us(launch.median_s),
+                _us(launch.median_s),
+                _us(launch.eager.iqr_s),
+                str(launch.eager.repeats),
+            )
         )
         if launch.graph is not None:
-            lines.append(
-                f"| the tiny op replayed from a CUDA graph | {_us(launch.graph.median_s)} | "
-                f"{_us(launch.graph.median_s)} | {_us(launch.graph.iqr_s)} | "
-                f"{launch.graph.repeats} |"
+            rows.append(
+                (
+                    "the tiny op replayed from a CUDA graph",
+                    _us(launch.graph.median_s),
+                    _us(launch.graph.median_s),
+                    _us(launch.graph.iqr_s),
+                    str(launch.graph.repeats),
+                )
             )
+    lines = [markdown_table(header, rows)]
     breakeven = (
         "never (it saved nothing)"
         if f.breakeven_calls is None
@@ -132,15 +170,14 @@ def fusion_markdown(f: FusionResult, launch: LaunchOverhead | None = None) -> st
 
 def syncs_markdown(checks: Sequence[SyncCheck]) -> str:
     """Each probe, what the tuning guide says of it, and whether the debug mode warned."""
-    lines = [
-        "| line in the loop | PyTorch's tuning guide | warned on this build |",
-        "|---|---|---|",
-    ]
+    rows = []
     for c in checks:
         said = "a synchronization" if c.hidden_sync else "stays on the device"
         warned = f"yes ({c.warnings} warning{'s' if c.warnings > 1 else ''})" if c.warned else "no"
-        lines.append(f"| `{c.name}` | {said} | {warned} |")
-    return "\n".join(lines)
+        rows.append((f"`{c.name}`", said, warned))
+    return markdown_table(
+        ("line in the loop", "PyTorch's tuning guide", "warned on this build"), rows, align="lll"
+    )
 
 
 def rows_markdown(rows: Sequence[Measurement]) -> str:
@@ -154,14 +191,13 @@ def rows_markdown(rows: Sequence[Measurement]) -> str:
     """
     from gpulesson.results.render import display_unit, format_number
 
-    lines = ["| measurement | median | unit | samples |", "|---|---:|---|---:|"]
+    cells = []
     for m in rows:
         unit, size = display_unit(m.unit, [m.value])
-        lines.append(
-            f"| {inert(m.label or m.name)} | {format_number(m.value / size)} | {unit} | "
-            f"{len(m.samples)} |"
+        cells.append(
+            (inert(m.label or m.name), format_number(m.value / size), unit, str(len(m.samples)))
         )
-    return "\n".join(lines)
+    return markdown_table(("measurement", "median", "unit", "samples"), cells, align="lrlr")
 
 
 def gpu_needed(names: Sequence[str], has_bundle: bool) -> str:

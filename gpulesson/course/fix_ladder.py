@@ -10,6 +10,7 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 from __future__ import annotations
 
 from gpulesson.errors.fix_ladder import CheckpointingLeftover, LadderRow, Rung, Step
+from gpulesson.tables import markdown_table
 from gpulesson.units import GB
 
 
@@ -20,29 +21,29 @@ def ladder_markdown(rungs: tuple[Rung, ...]) -> str:
     >>> ladder_markdown(FIX_LADDER).splitlines()[2].startswith("| 1 | Release references")
     True
     """
-    lines = [
-        "| rung | what to try | what it cuts | what it costs | free? |",
-        "|---|---|---|---|---|",
+    rows = [
+        (i, rung.name, rung.what_it_cuts, rung.cost, "yes" if rung.free else "no")
+        for i, rung in enumerate(rungs, 1)
     ]
-    for i, rung in enumerate(rungs, 1):
-        free = "yes" if rung.free else "no"
-        lines.append(f"| {i} | {rung.name} | {rung.what_it_cuts} | {rung.cost} | {free} |")
-    return "\n".join(lines)
+    header = ("rung", "what to try", "what it cuts", "what it costs", "free?")
+    return markdown_table(header, rows, align="lllll")
 
 
 def ladder_budget_markdown(rows: tuple[LadderRow, ...]) -> str:
     """The rungs' effect on one example run's peak memory, as a table in decimal GB."""
-    lines = [
-        "| rung | change to the example run | peak per GPU (GB) | vs the run | effective batch |",
-        "|---|---|---|---|---|",
-    ]
+    cells = []
     for row in rows:
         delta = "—" if row.vs_run_fraction is None else f"{row.vs_run_fraction:+.0%}"
         batch = row.effective_batch if row.effective_batch is not None else "—"
-        lines.append(
-            f"| {row.rung} | {row.change} | {row.peak_bytes / GB:.1f} | {delta} | {batch} |"
-        )
-    return "\n".join(lines)
+        cells.append((row.rung, row.change, f"{row.peak_bytes / GB:.1f}", delta, batch))
+    header = (
+        "rung",
+        "change to the example run",
+        "peak per GPU (GB)",
+        "vs the run",
+        "effective batch",
+    )
+    return markdown_table(header, cells, align="lllll")
 
 
 def checkpointing_leftover_markdown(leftover: CheckpointingLeftover) -> str:
@@ -56,15 +57,16 @@ def checkpointing_leftover_markdown(leftover: CheckpointingLeftover) -> str:
         f"{len(x.logits_tensors)} tensors the loss keeps over the whole vocabulary while its "
         "backward pass runs:",
         "",
-        "| tensor | shape | bytes per value | size (GB) |",
-        "|---|---|---|---|",
     ]
+    rows = []
     for t in x.logits_tensors:
         shape = " × ".join(f"{n:,}" for _, n in t.dims)
         names = " × ".join(name for name, _ in t.dims)
-        lines.append(
-            f"| {t.name} | {shape} ({names}) | {t.bytes_per_value:g} | {t.total_bytes / GB:.2f} |"
+        rows.append(
+            (t.name, f"{shape} ({names})", f"{t.bytes_per_value:g}", f"{t.total_bytes / GB:.2f}")
         )
+    header = ("tensor", "shape", "bytes per value", "size (GB)")
+    lines.append(markdown_table(header, rows, align="llll"))
     lines += [
         "",
         "Checkpointing recomputes what the blocks saved; these belong to the loss, so they "

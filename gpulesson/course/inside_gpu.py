@@ -28,6 +28,7 @@ from gpulesson.inside.strided import StrideSweep
 from gpulesson.inside.waves import Waves
 from gpulesson.precision.quantize_error import QuantError
 from gpulesson.results import datasheets
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 from gpulesson.timing.alignment import ShapeComparison
 from gpulesson.timing.results import Spread
@@ -54,18 +55,26 @@ def shapes_markdown(c: ShapeComparison) -> str:
     | n=4 (aligned) | 4 x 4 x 4 | 0.001 | 0.128 | 100% |
     """
     rate_unit, scale = ("TFLOP/s", 1e12) if c.device == "cuda" else ("GFLOP/s", 1e9)
-    lines = [
-        f"| shape ({c.dtype}, {c.device}) | m x k x n | median per call (ms) | {rate_unit} | "
-        "share of the aligned rate |",
-        "|---|---|---:|---:|---:|",
-    ]
+    header = (
+        f"shape ({c.dtype}, {c.device})",
+        "m x k x n",
+        "median per call (ms)",
+        rate_unit,
+        "share of the aligned rate",
+    )
+    rows = []
     for t in c.timings:
         s = t.shape
-        label = f"{s.label} (aligned)" if s.aligned else s.label
-        lines.append(
-            f"| {label} | {s.m:,} x {s.k:,} x {s.n:,} | {_ms(t.median_s)} | "
-            f"{t.flop_per_s / scale:.3g} | {c.relative(t):.0%} |"
+        rows.append(
+            (
+                f"{s.label} (aligned)" if s.aligned else s.label,
+                f"{s.m:,} x {s.k:,} x {s.n:,}",
+                _ms(t.median_s),
+                f"{t.flop_per_s / scale:.3g}",
+                f"{c.relative(t):.0%}",
+            )
         )
+    lines = [markdown_table(header, rows, align="llrrr")]
     lines += _spread_warnings([(t.shape.label, t) for t in c.timings])
     return "\n".join(lines)
 
@@ -84,23 +93,39 @@ def gpus_markdown(rows: Sequence[limits.GpuLimits]) -> str:
     >>> print(gpus_markdown([limits.gpu("t4")]).splitlines()[2][:41])
     | NVIDIA T4 | 7.5 | 40 | 32 | 32 | 65,536
     """
-    lines = [
-        "| GPU | compute capability | SMs | warp size | warps/SM | registers/SM "
-        "| shared memory/SM (KiB) | L2 (MiB) | memory bandwidth (GB/s) | sources |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
+    header = (
+        "GPU",
+        "compute capability",
+        "SMs",
+        "warp size",
+        "warps/SM",
+        "registers/SM",
+        "shared memory/SM (KiB)",
+        "L2 (MiB)",
+        "memory bandwidth (GB/s)",
+        "sources",
+    )
+    cells = []
     for g in rows:
         cc = limits.compute_capability(g.compute_capability)
         sheet = datasheets.get(g.id)
-        lines.append(
-            f"| {inert(g.name)} | {inert(cc.name)} | {g.sm_count} | {cc.granularity.warp_size} "
-            f"| {cc.max_warps_per_sm} | {cc.registers_per_sm:,} | {cc.shared_per_sm_bytes // 1024} "
-            f"| {g.l2_bytes / MIB:.0f} | {sheet.memory_bandwidth_stated_gb_per_s:,.0f} "
-            f"| [whitepaper]({limits.source_url(g.source)}), "
-            f"[limits]({limits.source_url(cc.source)}), "
-            f"[datasheet]({sheet.sources[0].url}) |"
+        cells.append(
+            (
+                inert(g.name),
+                inert(cc.name),
+                g.sm_count,
+                cc.granularity.warp_size,
+                cc.max_warps_per_sm,
+                f"{cc.registers_per_sm:,}",
+                cc.shared_per_sm_bytes // 1024,
+                f"{g.l2_bytes / MIB:.0f}",
+                f"{sheet.memory_bandwidth_stated_gb_per_s:,.0f}",
+                f"[whitepaper]({limits.source_url(g.source)}), "
+                f"[limits]({limits.source_url(cc.source)}), "
+                f"[datasheet]({sheet.sources[0].url})",
+            )
         )
-    return "\n".join(lines)
+    return markdown_table(header, cells, align="ll" + "r" * 7 + "l")
 
 
 def device_markdown(
@@ -111,14 +136,9 @@ def device_markdown(
     >>> print(device_markdown("X", 2, "9.0", 1024, 2048).splitlines()[2])
     | X | 9.0 | 2 | 1 | 0.00195 |
     """
-    return "\n".join(
-        [
-            "| this build's GPU | compute capability | SMs | shared memory/SM (KiB) | L2 (MiB) |",
-            "|---|---|---:|---:|---:|",
-            f"| {inert(name)} | {inert(cc)} | {sm_count} | {shared_per_sm_bytes // 1024} "
-            f"| {l2_bytes / MIB:.3g} |",
-        ]
-    )
+    header = ("this build's GPU", "compute capability", "SMs", "shared memory/SM (KiB)", "L2 (MiB)")
+    row = (inert(name), inert(cc), sm_count, shared_per_sm_bytes // 1024, f"{l2_bytes / MIB:.3g}")
+    return markdown_table(header, [row], align="llrrr")
 
 
 def sweep_markdown(sweep: Sweep, caches: Sequence[CacheLevel]) -> str:
@@ -130,9 +150,8 @@ def sweep_markdown(sweep: Sweep, caches: Sequence[CacheLevel]) -> str:
     >>> print(sweep_markdown(s, []).splitlines()[2])
     | 8 KiB | 50.0 |
     """
-    lines = ["| working set | read bandwidth (GB/s) |", "|---:|---:|"]
-    lines += [f"| {_size(p.working_set_bytes)} | {p.bytes_per_s / 1e9:.1f} |" for p in sweep.points]
-    lines.append("")
+    rows = [(_size(p.working_set_bytes), f"{p.bytes_per_s / 1e9:.1f}") for p in sweep.points]
+    lines = [markdown_table(("working set", "read bandwidth (GB/s)"), rows, align="rr"), ""]
     lines.append(
         f"Measured on {inert(sweep.device)} in one thread, each size the median of "
         f"{sweep.rounds} interleaved rounds."
@@ -226,19 +245,21 @@ def tensor_cores_markdown() -> str:
     >>> print(tensor_cores_markdown().splitlines()[3])
     | FP16 | 2 | 8 | 16 | 64 | 128 |
     """
-    lines = [
-        "| data type | bytes per element | most efficient multiple of M, N, K (elements) "
-        "| (bytes) | on the A100 (elements) | (bytes) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for m in limits.tensor_core_multiples():
-        lines.append(
-            f"| {inert(m.dtype)} | {m.bytes_per_element} | {m.elements} | {m.bytes} "
-            f"| {m.a100_elements} | {m.a100_bytes} |"
-        )
-    tiles = ", ".join(f"{a} x {b}" for a, b in limits.cublas_tiles())
-    lines.append("")
+    header = (
+        "data type",
+        "bytes per element",
+        "most efficient multiple of M, N, K (elements)",
+        "(bytes)",
+        "on the A100 (elements)",
+        "(bytes)",
+    )
     rows = limits.tensor_core_multiples()
+    cells = [
+        (inert(m.dtype), m.bytes_per_element, m.elements, m.bytes, m.a100_elements, m.a100_bytes)
+        for m in rows
+    ]
+    tiles = ", ".join(f"{a} x {b}" for a, b in limits.cublas_tiles())
+    lines = [markdown_table(header, cells), ""]
     if len({m.bytes for m in rows}) == 1 and len({m.a100_bytes for m in rows}) == 1:
         lines.append(
             f"In bytes every data type's multiple is the same, {rows[0].bytes} bytes "
@@ -261,16 +282,17 @@ def strided_markdown(sweep: StrideSweep) -> str:
     >>> print(strided_markdown(s).splitlines()[2])
     | 1 | 4 | 4.00 | 1 |
     """
-    lines = [
-        "| stride (floats) | stride (bytes) | useful bandwidth (GB/s) | ns per element |",
-        "|---:|---:|---:|---:|",
-    ]
-    for p in sweep.points:
-        lines.append(
-            f"| {p.stride} | {4 * p.stride} | {p.useful_bytes_per_s / 1e9:.2f} "
-            f"| {p.median_s / p.elements * 1e9:.2g} |"
+    header = ("stride (floats)", "stride (bytes)", "useful bandwidth (GB/s)", "ns per element")
+    rows = [
+        (
+            p.stride,
+            4 * p.stride,
+            f"{p.useful_bytes_per_s / 1e9:.2f}",
+            f"{p.median_s / p.elements * 1e9:.2g}",
         )
-    lines.append("")
+        for p in sweep.points
+    ]
+    lines = [markdown_table(header, rows, align="rrrr"), ""]
     lines.append(
         f"`x[::stride].sum()` over one {_size(sweep.tensor_bytes)} fp32 tensor on "
         f"{inert(sweep.device)}, median of interleaved rounds."
@@ -280,20 +302,36 @@ def strided_markdown(sweep: StrideSweep) -> str:
 
 def occupancy_markdown(rows: Sequence[Occupancy]) -> str:
     """Occupancy configurations as a table: every limit, and the one that binds."""
-    lines = [
-        "| compute capability | threads/block | registers/thread | shared/block (KiB) "
-        "| blocks by warps | blocks by registers | blocks by shared | blocks/SM | warps/SM "
-        "| occupancy | limited by |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for o in rows:
-        lines.append(
-            f"| {inert(o.compute_capability)} | {o.threads_per_block} | {o.registers_per_thread} "
-            f"| {o.shared_per_block_bytes / 1024:.1f} | {o.blocks_by_warps} "
-            f"| {o.blocks_by_registers} | {o.blocks_by_shared} | {o.blocks_per_sm} "
-            f"| {o.warps_per_sm} | {o.occupancy:.0%} | {o.limited_by} |"
+    header = (
+        "compute capability",
+        "threads/block",
+        "registers/thread",
+        "shared/block (KiB)",
+        "blocks by warps",
+        "blocks by registers",
+        "blocks by shared",
+        "blocks/SM",
+        "warps/SM",
+        "occupancy",
+        "limited by",
+    )
+    cells = [
+        (
+            inert(o.compute_capability),
+            o.threads_per_block,
+            o.registers_per_thread,
+            f"{o.shared_per_block_bytes / 1024:.1f}",
+            o.blocks_by_warps,
+            o.blocks_by_registers,
+            o.blocks_by_shared,
+            o.blocks_per_sm,
+            o.warps_per_sm,
+            f"{o.occupancy:.0%}",
+            o.limited_by,
         )
-    return "\n".join(lines)
+        for o in rows
+    ]
+    return markdown_table(header, cells, align="l" + "r" * 9 + "l")
 
 
 def occupancy_lab_html() -> str:
@@ -337,17 +375,30 @@ def waves_markdown(rows: Sequence[tuple[str, Waves, Waves]]) -> str:
     first = rows[0][1] if rows else None
     size_a = f"{first.m}" if first else "n"
     size_b = f"{rows[0][2].m}" if rows else "n + 1"
-    lines = [
-        f"| GPU | SMs | tiles at {size_a} | waves | efficiency | tiles at {size_b} | waves "
-        "| efficiency |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, a, b in rows:
-        lines.append(
-            f"| {inert(name)} | {a.sm_count} | {a.tiles} | {a.waves} | {a.efficiency:.0%} "
-            f"| {b.tiles} | {b.waves} | {b.efficiency:.0%} |"
+    header = (
+        "GPU",
+        "SMs",
+        f"tiles at {size_a}",
+        "waves",
+        "efficiency",
+        f"tiles at {size_b}",
+        "waves",
+        "efficiency",
+    )
+    cells = [
+        (
+            inert(name),
+            a.sm_count,
+            a.tiles,
+            a.waves,
+            f"{a.efficiency:.0%}",
+            b.tiles,
+            b.waves,
+            f"{b.efficiency:.0%}",
         )
-    return "\n".join(lines)
+        for name, a, b in rows
+    ]
+    return markdown_table(header, cells)
 
 
 def attention_bytes_markdown(rows: Sequence[tuple[int, int, int]], d: int, sram: int) -> str:
@@ -356,13 +407,9 @@ def attention_bytes_markdown(rows: Sequence[tuple[int, int, int]], d: int, sram:
     >>> print(attention_bytes_markdown([(128, 10, 5)], 64, 100).splitlines()[2])
     | 128 | 10 | 5 | 2.0 |
     """
-    lines = [
-        "| N | standard (elements) | FlashAttention (elements) | standard / flash |",
-        "|---:|---:|---:|---:|",
-    ]
-    for n, s, f in rows:
-        lines.append(f"| {n:,} | {s:,} | {f:,} | {s / f:.1f} |")
-    lines.append("")
+    header = ("N", "standard (elements)", "FlashAttention (elements)", "standard / flash")
+    cells = [(f"{n:,}", f"{s:,}", f"{f:,}", f"{s / f:.1f}") for n, s, f in rows]
+    lines = [markdown_table(header, cells, align="rrrr"), ""]
     lines.append(
         f"Per head, head dimension d = {d}, on-chip memory M = {sram:,} elements: standard "
         "4Nd + 4N², FlashAttention 2Nd + 3Nd·ceil(N / ceil(M / 4d)) (a model of the papers' "
@@ -378,16 +425,17 @@ def attention_peaks_markdown(rows: Sequence[AttentionPeak]) -> str:
     ...     standard_peak_bytes=2048, sdpa_peak_bytes=1024)]).splitlines()[2])
     | 4 | 2 KiB | 1 KiB | 2.0 |
     """
-    lines = [
-        "| N | explicit softmax(QKᵀ)V peak | SDPA peak | explicit / SDPA |",
-        "|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.seq_len:,} | {_size(r.standard_peak_bytes)} | {_size(r.sdpa_peak_bytes)} "
-            f"| {r.standard_peak_bytes / r.sdpa_peak_bytes:.1f} |"
+    header = ("N", "explicit softmax(QKᵀ)V peak", "SDPA peak", "explicit / SDPA")
+    cells = [
+        (
+            f"{r.seq_len:,}",
+            _size(r.standard_peak_bytes),
+            _size(r.sdpa_peak_bytes),
+            f"{r.standard_peak_bytes / r.sdpa_peak_bytes:.1f}",
         )
-    return "\n".join(lines)
+        for r in rows
+    ]
+    return markdown_table(header, cells, align="rrrr")
 
 
 def attention_time_markdown(rows: Sequence[AttentionTime], device: str) -> str:
@@ -397,16 +445,17 @@ def attention_time_markdown(rows: Sequence[AttentionTime], device: str) -> str:
     ...     sdpa_s=1e-3)], "cpu").splitlines()[2])
     | 8 | 2 | 1 | 2.0 |
     """
-    lines = [
-        "| N | explicit (ms) | SDPA (ms) | explicit / SDPA |",
-        "|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.seq_len:,} | {r.standard_s * 1e3:.3g} | {r.sdpa_s * 1e3:.3g} "
-            f"| {r.standard_s / r.sdpa_s:.1f} |"
+    header = ("N", "explicit (ms)", "SDPA (ms)", "explicit / SDPA")
+    cells = [
+        (
+            f"{r.seq_len:,}",
+            f"{r.standard_s * 1e3:.3g}",
+            f"{r.sdpa_s * 1e3:.3g}",
+            f"{r.standard_s / r.sdpa_s:.1f}",
         )
-    lines.append("")
+        for r in rows
+    ]
+    lines = [markdown_table(header, cells, align="rrrr"), ""]
     lines.append(f"Median wall time on {inert(device)}, fp32, one head of dimension 64.")
     return "\n".join(lines)
 
@@ -434,14 +483,12 @@ def quant_markdown(tables: dict[str, Sequence[QuantError]]) -> str:
     """
     names = list(tables)
     first = next(iter(tables.values()), [])
-    lines = [
-        "| format | bits | " + " | ".join(f"error on {inert(n)}" for n in names) + " | how |",
-        "|---|---:|" + "---:|" * len(names) + "---|",
-    ]
+    header = ("format", "bits", *(f"error on {inert(n)}" for n in names), "how")
+    rows = []
     for i, row in enumerate(first):
-        cells = []
+        errors = []
         for n in names:
             r = tables[n][i]
-            cells.append(f"{r.relative_error:.3%}" if r.available else "—")
-        lines.append(f"| {inert(row.name)} | {row.bits} | {' | '.join(cells)} | {inert(row.how)} |")
-    return "\n".join(lines)
+            errors.append(f"{r.relative_error:.3%}" if r.available else "—")
+        rows.append((inert(row.name), row.bits, *errors, inert(row.how)))
+    return markdown_table(header, rows, align="lr" + "r" * len(names) + "l")

@@ -23,26 +23,30 @@ from gpulesson.memory.measure import (
 from gpulesson.memory.recipes import DTYPE_BYTES
 from gpulesson.memory.render import _ledger_rows
 from gpulesson.memory.saved import SavedTensor
+from gpulesson.tables import markdown_table
 from gpulesson.units import GB
 
 
 def to_markdown(budget: Budget) -> str:
     """The ledger as a Markdown table (GB = 10^9 bytes), then the phases."""
-    out = ["| term | GB |", "|---|---:|"]
-    out += [f"| {name} | {value / GB:,.3f} |" for name, value in _ledger_rows(budget)]
-    out += [
-        f"| of the peak, impl {budget.impl}: {t.name} | {t.peak_bytes / GB:,.3f} |"
+    terms = [(name, f"{value / GB:,.3f}") for name, value in _ledger_rows(budget)]
+    terms += [
+        (f"of the peak, impl {budget.impl}: {t.name}", f"{t.peak_bytes / GB:,.3f}")
         for t in budget.impl_terms
     ]
-    out.append(
-        f"| **peak of the step ({budget.peak_phase})** | **{budget.total_bytes / GB:,.3f}** |"
+    terms.append(
+        (f"**peak of the step ({budget.peak_phase})**", f"**{budget.total_bytes / GB:,.3f}**")
     )
-    out += ["", "| phase | alive at its peak | GB |", "|---|---|---:|"]
+    phases = []
     for phase in budget.phases:
         alive = ", ".join(f"{k} {v / GB:,.3f}" for k, v in phase.alive_bytes.items() if v)
         mark = " (peak)" if phase.name == budget.peak_phase else ""
-        out.append(f"| {phase.name}{mark} | {alive} | {phase.total_bytes / GB:,.3f} |")
-    return "\n".join(out)
+        phases.append((f"{phase.name}{mark}", alive, f"{phase.total_bytes / GB:,.3f}"))
+    return (
+        markdown_table(("term", "GB"), terms)
+        + "\n\n"
+        + markdown_table(("phase", "alive at its peak", "GB"), phases, align="llr")
+    )
 
 
 def dtype_bytes_markdown(table: dict[str, float] = DTYPE_BYTES) -> str:
@@ -51,9 +55,8 @@ def dtype_bytes_markdown(table: dict[str, float] = DTYPE_BYTES) -> str:
     >>> print(dtype_bytes_markdown().splitlines()[2])
     | fp32 | 4 |
     """
-    out = ["| dtype | bytes per number |", "|---|---:|"]
-    out += [f"| {name} | {size:.4g} |" for name, size in table.items()]
-    return "\n".join(out)
+    rows = [(name, f"{size:.4g}") for name, size in table.items()]
+    return markdown_table(("dtype", "bytes per number"), rows)
 
 
 def weights_markdown(budgets: dict[str, Budget]) -> str:
@@ -74,21 +77,23 @@ def saved_to_markdown(models: dict[str, tuple[SavedTensor, ...]], unit_bytes: in
     ``unit_bytes`` is the bytes of the unit the last column counts (for
     example one batch x seq x hidden fp32 tensor).
     """
-    out = []
+    tables = []
     for name, saved in models.items():
-        out += [
-            f"| {name}: module | made by | shape | dtype | units |",
-            "|---|---|---|---|---:|",
-        ]
-        for s in saved:
-            shape = " x ".join(str(n) for n in s.shape)
-            out.append(
-                f"| {s.module} | {s.made_by} | {shape} | {s.dtype} | "
-                f"{s.storage_bytes / unit_bytes:.2f} |"
+        rows = [
+            (
+                s.module,
+                s.made_by,
+                " x ".join(str(n) for n in s.shape),
+                s.dtype,
+                f"{s.storage_bytes / unit_bytes:.2f}",
             )
+            for s in saved
+        ]
         total = sum(s.storage_bytes for s in saved)
-        out += [f"| **total** | | | | **{total / unit_bytes:.2f}** |", ""]
-    return "\n".join(out).rstrip()
+        rows.append(("**total**", "", "", "", f"**{total / unit_bytes:.2f}**"))
+        header = (f"{name}: module", "made by", "shape", "dtype", "units")
+        tables.append(markdown_table(header, rows, align="llllr"))
+    return "\n\n".join(tables)
 
 
 def impl_comparison_to_markdown(rows: tuple[ImplRow, ...], summaries: list[ImplSummary]) -> str:
@@ -97,17 +102,16 @@ def impl_comparison_to_markdown(rows: tuple[ImplRow, ...], summaries: list[ImplS
     Then one summary line per implementation.
     """
     impls = [s.impl for s in summaries]
-    head = "| transformers' GPT-2, case | measured peak (MiB) |"
-    rule = "|---|---:|"
+    header = ["transformers' GPT-2, case", "measured peak (MiB)"]
     for impl in impls:
-        head += f" `--impl {impl}` (MiB) | error |"
-        rule += "---:|---:|"
-    out = [head, rule]
+        header += [f"`--impl {impl}` (MiB)", "error"]
+    cells = []
     for r in rows:
-        line = f"| {r.case.label()} | {r.measured.peak_bytes / 2**20:,.2f} |"
+        row = [r.case.label(), f"{r.measured.peak_bytes / 2**20:,.2f}"]
         for impl in impls:
-            line += f" {r.estimates_bytes[impl] / 2**20:,.2f} | {r.error(impl):+.1%} |"
-        out.append(line)
+            row += [f"{r.estimates_bytes[impl] / 2**20:,.2f}", f"{r.error(impl):+.1%}"]
+        cells.append(row)
+    out = [markdown_table(header, cells)]
     method = rows[0].measured.method if rows else "none"
     out.append("")
     for s in summaries:
@@ -122,20 +126,29 @@ def impl_comparison_to_markdown(rows: tuple[ImplRow, ...], summaries: list[ImplS
 
 def accuracy_to_markdown(rows: tuple[AccuracyRow, ...]) -> str:
     """The estimate-vs-measured table (MiB = 2^20 bytes), then the summary line."""
-    out = [
-        "| case | estimate (MiB) | measured peak (MiB) | error | estimated phase "
-        "| measured phase |",
-        "|---|---:|---:|---:|---|---|",
-    ]
-    for r in rows:
-        out.append(
-            f"| {r.case.label()} | {r.estimate_bytes / 2**20:,.2f} | "
-            f"{r.measured.peak_bytes / 2**20:,.2f} | {r.error:+.1%} | {r.estimate_phase} | "
-            f"{r.measured.peak_phase} |"
+    header = (
+        "case",
+        "estimate (MiB)",
+        "measured peak (MiB)",
+        "error",
+        "estimated phase",
+        "measured phase",
+    )
+    cells = [
+        (
+            r.case.label(),
+            f"{r.estimate_bytes / 2**20:,.2f}",
+            f"{r.measured.peak_bytes / 2**20:,.2f}",
+            f"{r.error:+.1%}",
+            r.estimate_phase,
+            r.measured.peak_phase,
         )
+        for r in rows
+    ]
     s = accuracy_summary(rows)
     method = rows[0].measured.method if rows else "none"
-    out += [
+    out = [
+        markdown_table(header, cells, align="lrrrll"),
         "",
         f"{s['cases']:.0f} cases measured with {method}: median error "
         f"{s['median_abs_error']:.1%}, largest {s['max_abs_error']:.1%} "
@@ -147,15 +160,16 @@ def accuracy_to_markdown(rows: tuple[AccuracyRow, ...]) -> str:
 
 def measured_to_markdown(step: MeasuredStep) -> str:
     """The phase peaks and what was alive at the overall peak, in MiB (2^20 bytes)."""
+    phases = []
+    for name, value in step.phase_peaks_bytes.items():
+        mark = " (peak)" if name == step.peak_phase else ""
+        phases.append((f"{name}{mark}", f"{value / 2**20:,.2f}"))
+    alive = [(k, f"{v / 2**20:,.2f}") for k, v in step.at_peak_bytes.items() if v]
     out = [
         f"Measured with {step.method} on {step.device}.",
         "",
-        "| phase | peak (MiB) |",
-        "|---|---:|",
+        markdown_table(("phase", "peak (MiB)"), phases),
+        "",
+        markdown_table((f"alive at the peak ({step.peak_phase})", "MiB"), alive),
     ]
-    for name, value in step.phase_peaks_bytes.items():
-        mark = " (peak)" if name == step.peak_phase else ""
-        out.append(f"| {name}{mark} | {value / 2**20:,.2f} |")
-    out += ["", f"| alive at the peak ({step.peak_phase}) | MiB |", "|---|---:|"]
-    out += [f"| {k} | {v / 2**20:,.2f} |" for k, v in step.at_peak_bytes.items() if v]
     return "\n".join(out)

@@ -46,6 +46,7 @@ from gpulesson.precision.step import StepTiming
 from gpulesson.precision.tf32 import MatmulErrors, Tf32Settings
 from gpulesson.precision.trace import TraceRow
 from gpulesson.results import datasheets
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 from gpulesson.units import MB
 
@@ -75,19 +76,34 @@ def _error(relative: float) -> str:
 
 def ranges_markdown(ranges: Sequence[FormatRange]) -> str:
     """Each format's bits, largest number, smallest normal and subnormal, and eps."""
-    out = [
-        "| format | exponent bits | mantissa bits | largest | smallest normal "
-        "| smallest subnormal | step after 1 (eps) | decimal digits | from |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
+    header = (
+        "format",
+        "exponent bits",
+        "mantissa bits",
+        "largest",
+        "smallest normal",
+        "smallest subnormal",
+        "step after 1 (eps)",
+        "decimal digits",
+        "from",
+    )
+    rows: list[tuple[str, ...]] = []
     for f in ranges:
         subnormal = "—" if f.smallest_subnormal is None else _number(f.smallest_subnormal)
-        out.append(
-            f"| {f.name} | {f.exponent_bits} | {f.mantissa_bits} | {_number(f.max_value)} | "
-            f"{_number(f.smallest_normal)} | {subnormal} | {_number(f.eps)} | "
-            f"{f.decimal_digits:.1f} | {f.source} |"
+        rows.append(
+            (
+                f.name,
+                f"{f.exponent_bits}",
+                f"{f.mantissa_bits}",
+                _number(f.max_value),
+                _number(f.smallest_normal),
+                subnormal,
+                _number(f.eps),
+                f"{f.decimal_digits:.1f}",
+                f.source,
+            )
         )
-    return "\n".join(out)
+    return markdown_table(header, rows, align="lrrrrrrrl")
 
 
 def _cast_cell(r: CastResult) -> str:
@@ -102,29 +118,22 @@ def _cast_cell(r: CastResult) -> str:
 def casts_markdown(probes: Sequence[CastProbe]) -> str:
     """Each probe value as each format stores it, with what happened."""
     formats = [r.format for r in probes[0].results] if probes else []
-    out = [
-        "| value | why this value | " + " | ".join(formats) + " |",
-        "|---:|---|" + "---|" * len(formats),
+    rows = [
+        (_stored(p.value), p.why, *(_cast_cell(p.result(name)) for name in formats)) for p in probes
     ]
-    for p in probes:
-        cells = " | ".join(_cast_cell(p.result(name)) for name in formats)
-        out.append(f"| {_stored(p.value)} | {p.why} | {cells} |")
-    return "\n".join(out)
+    header = ("value", "why this value", *formats)
+    return markdown_table(header, rows, align="rl" + "l" * len(formats))
 
 
 def scaling_markdown(probes: Sequence[ScalingProbe]) -> str:
     """Gradients in fp16, in fp16 with a loss scale (unscaled in fp32), and in bf16."""
     scale = f"{probes[0].scale:,.0f}" if probes else "the scale"
-    out = [
-        f"| gradient | fp16 | fp16 with loss scale {scale}, unscaled in fp32 | bf16 |",
-        "|---:|---|---|---|",
+    header = ("gradient", "fp16", f"fp16 with loss scale {scale}, unscaled in fp32", "bf16")
+    rows = [
+        (_stored(p.value), _cast_cell(p.fp16), _cast_cell(p.fp16_scaled), _cast_cell(p.bf16))
+        for p in probes
     ]
-    for p in probes:
-        out.append(
-            f"| {_stored(p.value)} | {_cast_cell(p.fp16)} | {_cast_cell(p.fp16_scaled)} | "
-            f"{_cast_cell(p.bf16)} |"
-        )
-    return "\n".join(out)
+    return markdown_table(header, rows, align="rlll")
 
 
 _SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}
@@ -137,32 +146,35 @@ def _short(dtype: str) -> str:
 
 def trace_markdown(rows: Sequence[TraceRow]) -> str:
     """The dtype trace, with PyTorch's autocast policy for each op on CUDA and CPU."""
-    out = [
-        "| op | module | inputs | output | autocast on CUDA (docs) | autocast on CPU (docs) |",
-        "|---|---|---|---|---|---|",
-    ]
+    header = (
+        "op",
+        "module",
+        "inputs",
+        "output",
+        "autocast on CUDA (docs)",
+        "autocast on CPU (docs)",
+    )
+    cells: list[tuple[str, ...]] = []
     for r in rows:
         policy = r.policy
         cuda = policy.cuda if policy else "not in this table"
         cpu = policy.cpu if policy else "not in this table"
         inputs = ", ".join(_short(d) for d in r.input_dtypes)
-        out.append(
-            f"| `{r.op}` | `{r.module}` | {inputs} | **{_short(r.output_dtype)}** | "
-            f"{cuda} | {cpu} |"
+        cells.append(
+            (f"`{r.op}`", f"`{r.module}`", inputs, f"**{_short(r.output_dtype)}**", cuda, cpu)
         )
-    return "\n".join(out)
+    return markdown_table(header, cells, align="llllll")
 
 
 def errors_markdown(errors: MatmulErrors) -> str:
     """One matmul's error per precision, against fp64."""
-    out = [
-        f"| precision ({errors.n} x {errors.n} matmul on {errors.device}) "
-        "| largest absolute error | relative error (largest / mean of the exact product) |",
-        "|---|---:|---:|",
-    ]
-    for r in errors.rows:
-        out.append(f"| {r.label} | {r.max_abs_error:.3g} | {r.relative_error:.3g} |")
-    return "\n".join(out)
+    header = (
+        f"precision ({errors.n} x {errors.n} matmul on {errors.device})",
+        "largest absolute error",
+        "relative error (largest / mean of the exact product)",
+    )
+    rows = [(r.label, f"{r.max_abs_error:.3g}", f"{r.relative_error:.3g}") for r in errors.rows]
+    return markdown_table(header, rows)
 
 
 _DISPLAY = {"FLOP/s": ("TFLOP/s", 1e12), "s": ("ms", 1e-3), "ratio": ("ratio", 1.0)}
@@ -181,41 +193,49 @@ def gpu_markdown(figures: Sequence[GpuFigure], wanted: Mapping[str, str], what: 
         )
     unit, factor = _DISPLAY.get(figures[0].unit, (figures[0].unit, 1.0))
     source = "this build's GPU" if figures[0].source == "this build" else "reference bundle"
-    out = [f"| {what} | {unit} | measured on | suite measurement |", "|---|---:|---|---|"]
-    for f in figures:
-        out.append(f"| {inert(f.label)} | {f.value / factor:.4g} | {source} | `{f.name}` |")
-    return "\n".join(out)
+    rows = [(inert(f.label), f"{f.value / factor:.4g}", source, f"`{f.name}`") for f in figures]
+    return markdown_table((what, unit, "measured on", "suite measurement"), rows, align="lrll")
 
 
 def scaler_markdown(run: ScalerRun) -> str:
     """A GradScaler run: the scale around each step and whether the step was taken."""
-    out = [
-        "| step | batch | loss | gradients finite | scale before | scale after | step taken |",
-        "|---:|---|---:|---|---:|---:|---|",
-    ]
-    for s in run.steps:
-        taken = "yes" if s.step_taken else "**no: skipped**"
-        out.append(
-            f"| {s.step} | {s.batch} | {s.loss:.4g} | {'yes' if s.grads_finite else 'no'} | "
-            f"{s.scale_before:,.0f} | {s.scale_after:,.0f} | {taken} |"
+    header = (
+        "step",
+        "batch",
+        "loss",
+        "gradients finite",
+        "scale before",
+        "scale after",
+        "step taken",
+    )
+    rows = [
+        (
+            f"{s.step}",
+            s.batch,
+            f"{s.loss:.4g}",
+            "yes" if s.grads_finite else "no",
+            f"{s.scale_before:,.0f}",
+            f"{s.scale_after:,.0f}",
+            "yes" if s.step_taken else "**no: skipped**",
         )
-    return "\n".join(out)
+        for s in run.steps
+    ]
+    return markdown_table(header, rows, align="rlrlrrl")
 
 
 def nonfinite_markdown(check: NonFiniteCheck) -> str:
     """What each NaN/inf check reported for the same backward pass."""
     grads = ", ".join(f"`{n}`" for n in check.nonfinite_grads) or "none"
     anomaly = f"`{check.anomaly}`" if check.anomaly else "nothing raised"
-    return "\n".join(
-        [
-            "| check | what it reported |",
-            "|---|---|",
-            f"| `torch.isfinite(loss)` | {check.loss_finite} (loss {check.loss:.4g}) |",
-            f"| `torch.isfinite(p.grad).all()` per parameter | not finite: {grads} "
-            f"({len(check.nonfinite_grads)} of {check.parameters}) |",
-            f"| `torch.autograd.detect_anomaly()` | {anomaly} |",
-        ]
-    )
+    rows = [
+        ("`torch.isfinite(loss)`", f"{check.loss_finite} (loss {check.loss:.4g})"),
+        (
+            "`torch.isfinite(p.grad).all()` per parameter",
+            f"not finite: {grads} ({len(check.nonfinite_grads)} of {check.parameters})",
+        ),
+        ("`torch.autograd.detect_anomaly()`", anomaly),
+    ]
+    return markdown_table(("check", "what it reported"), rows, align="ll")
 
 
 def _peak_cell(row: HardwareRow, dtype: str) -> str:
@@ -226,20 +246,18 @@ def _peak_cell(row: HardwareRow, dtype: str) -> str:
 
 def hardware_markdown(rows: Sequence[HardwareRow]) -> str:
     """Tensor-core dtypes by compute capability, with the datasheets' dense peaks."""
-    head = " | ".join(f"{d} (dense TFLOP/s)" for d in TENSOR_DTYPES)
-    out = [
-        f"| GPU | architecture | compute capability | {head} |",
-        "|---|---|---|" + "---:|" * len(TENSOR_DTYPES),
-    ]
+    header = (
+        "GPU",
+        "architecture",
+        "compute capability",
+        *(f"{d} (dense TFLOP/s)" for d in TENSOR_DTYPES),
+    )
+    cells: list[tuple[str, ...]] = []
     for r in rows:
-        cells = " | ".join(
-            _peak_cell(r, d) if d in r.dense_tflops else "none" for d in TENSOR_DTYPES
-        )
+        peaks = (_peak_cell(r, d) if d in r.dense_tflops else "none" for d in TENSOR_DTYPES)
         major, minor = r.capability
-        out.append(
-            f"| {r.name} | {r.architecture} | {major}.{minor} (sm_{major}{minor}) | {cells} |"
-        )
-    return "\n".join(out)
+        cells.append((r.name, r.architecture, f"{major}.{minor} (sm_{major}{minor})", *peaks))
+    return markdown_table(header, cells, align="lll" + "r" * len(TENSOR_DTYPES))
 
 
 def activations_markdown(c: ActivationComparison) -> str:
@@ -247,66 +265,105 @@ def activations_markdown(c: ActivationComparison) -> str:
     s = c.shape
     dtype = c.measured_autocast.autocast_dtype
     amp, fp32 = c.estimate_amp, c.estimate_fp32
-    return "\n".join(
-        [
-            f"| GPT-2, {s.layers} layers, hidden {s.hidden}, seq {s.seq}, batch {s.batch} "
-            f"| fp32 | autocast ({dtype}) | ratio |",
-            "|---|---:|---:|---:|",
-            f"| bytes per parameter (weights, gradients, AdamW), recipe `fp32` / `amp` "
-            f"| {fp32.recipe.total_bytes_per_param:g} | {amp.recipe.total_bytes_per_param:g} "
-            f"| {amp.recipe.total_bytes_per_param / fp32.recipe.total_bytes_per_param:.2f} |",
-            f"| activations, estimate (MB) | {fp32.activations_bytes / MB:.2f} "
-            f"| {amp.activations_bytes / MB:.2f} | {c.estimated_ratio:.2f} |",
-            f"| activations saved for backward, measured on {c.device} (MB) "
-            f"| {c.measured_fp32.activations_bytes / MB:.2f} "
-            f"| {c.measured_autocast.activations_bytes / MB:.2f} | {c.measured_ratio:.2f} |",
-            "| of which fp32, measured (MB) "
-            f"| {c.measured_fp32.by_dtype.get('float32', 0) / MB:.2f} "
-            f"| {c.measured_autocast.by_dtype.get('float32', 0) / MB:.2f} | |",
-            f"| 16-bit weight copies autocast keeps for backward, measured (MB) "
-            f"| {c.measured_fp32.weight_copies_bytes / MB:.2f} "
-            f"| {c.measured_autocast.weight_copies_bytes / MB:.2f} | |",
-        ]
+    header = (
+        f"GPT-2, {s.layers} layers, hidden {s.hidden}, seq {s.seq}, batch {s.batch}",
+        "fp32",
+        f"autocast ({dtype})",
+        "ratio",
     )
+    fp32_bpp, amp_bpp = fp32.recipe.total_bytes_per_param, amp.recipe.total_bytes_per_param
+    measured_fp32, measured_amp = c.measured_fp32, c.measured_autocast
+    rows = [
+        (
+            "bytes per parameter (weights, gradients, AdamW), recipe `fp32` / `amp`",
+            f"{fp32_bpp:g}",
+            f"{amp_bpp:g}",
+            f"{amp_bpp / fp32_bpp:.2f}",
+        ),
+        (
+            "activations, estimate (MB)",
+            f"{fp32.activations_bytes / MB:.2f}",
+            f"{amp.activations_bytes / MB:.2f}",
+            f"{c.estimated_ratio:.2f}",
+        ),
+        (
+            f"activations saved for backward, measured on {c.device} (MB)",
+            f"{measured_fp32.activations_bytes / MB:.2f}",
+            f"{measured_amp.activations_bytes / MB:.2f}",
+            f"{c.measured_ratio:.2f}",
+        ),
+        (
+            "of which fp32, measured (MB)",
+            f"{measured_fp32.by_dtype.get('float32', 0) / MB:.2f}",
+            f"{measured_amp.by_dtype.get('float32', 0) / MB:.2f}",
+            "",
+        ),
+        (
+            "16-bit weight copies autocast keeps for backward, measured (MB)",
+            f"{measured_fp32.weight_copies_bytes / MB:.2f}",
+            f"{measured_amp.weight_copies_bytes / MB:.2f}",
+            "",
+        ),
+    ]
+    return markdown_table(header, rows)
 
 
 def steps_markdown(timings: Sequence[StepTiming]) -> str:
     """Training-step timings per precision on one device (ms, median and IQR)."""
     device = timings[0].device if timings else "?"
-    out = [
-        f"| precision (on {device}) | median step (ms) | IQR (ms) | samples "
-        "| steps skipped by the scaler |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for t in timings:
-        skipped = "no scaler" if t.final_scale is None else f"{t.skipped_steps} of {t.steps}"
-        out.append(
-            f"| {t.precision} | {t.result.median_s * 1e3:.1f} | {t.result.iqr_s * 1e3:.1f} | "
-            f"{t.result.repeats} | {skipped} |"
+    header = (
+        f"precision (on {device})",
+        "median step (ms)",
+        "IQR (ms)",
+        "samples",
+        "steps skipped by the scaler",
+    )
+    rows = [
+        (
+            t.precision,
+            f"{t.result.median_s * 1e3:.1f}",
+            f"{t.result.iqr_s * 1e3:.1f}",
+            f"{t.result.repeats}",
+            "no scaler" if t.final_scale is None else f"{t.skipped_steps} of {t.steps}",
         )
-    return "\n".join(out)
+        for t in timings
+    ]
+    return markdown_table(header, rows)
 
 
 def settings_markdown(s: Tf32Settings) -> str:
     """This torch's TF32 switches, as read at build time."""
     newer = "—" if s.cuda_matmul_fp32_precision is None else f"`{s.cuda_matmul_fp32_precision}`"
     conv = "—" if s.cudnn_conv_fp32_precision is None else f"`{s.cudnn_conv_fp32_precision}`"
-    return "\n".join(
-        [
-            f"| switch (torch {inert(s.torch_version)}) | value on this build | TF32 for |",
-            "|---|---|---|",
-            f'| `torch.get_float32_matmul_precision()` | `"{s.float32_matmul_precision}"` '
-            '| matmuls when `"high"` or `"medium"` |',
-            f"| `torch.backends.cuda.matmul.allow_tf32` | `{s.cuda_matmul_allow_tf32}` "
-            "| CUDA matmuls (older switch) |",
-            f"| `torch.backends.cudnn.allow_tf32` | `{s.cudnn_allow_tf32}` "
-            "| cuDNN convolutions (older switch) |",
-            f"| `torch.backends.cuda.matmul.fp32_precision` (torch 2.9+) | {newer} "
-            '| CUDA matmuls when `"tf32"` |',
-            f"| `torch.backends.cudnn.conv.fp32_precision` (torch 2.9+) | {conv} "
-            '| cuDNN convolutions when `"tf32"` |',
-        ]
-    )
+    header = (f"switch (torch {inert(s.torch_version)})", "value on this build", "TF32 for")
+    rows = [
+        (
+            "`torch.get_float32_matmul_precision()`",
+            f'`"{s.float32_matmul_precision}"`',
+            'matmuls when `"high"` or `"medium"`',
+        ),
+        (
+            "`torch.backends.cuda.matmul.allow_tf32`",
+            f"`{s.cuda_matmul_allow_tf32}`",
+            "CUDA matmuls (older switch)",
+        ),
+        (
+            "`torch.backends.cudnn.allow_tf32`",
+            f"`{s.cudnn_allow_tf32}`",
+            "cuDNN convolutions (older switch)",
+        ),
+        (
+            "`torch.backends.cuda.matmul.fp32_precision` (torch 2.9+)",
+            newer,
+            'CUDA matmuls when `"tf32"`',
+        ),
+        (
+            "`torch.backends.cudnn.conv.fp32_precision` (torch 2.9+)",
+            conv,
+            'cuDNN convolutions when `"tf32"`',
+        ),
+    ]
+    return markdown_table(header, rows, align="lll")
 
 
 def bf16_support_markdown(s: Bf16Support) -> str:
@@ -317,13 +374,16 @@ def bf16_support_markdown(s: Bf16Support) -> str:
             "here; run the line on your own GPU."
         )
     major, minor = s.capability
-    return "\n".join(
+    return markdown_table(
+        ("this build's GPU", "`torch.cuda.is_bf16_supported()`", "bf16 tensor cores"),
         [
-            "| this build's GPU | `torch.cuda.is_bf16_supported()` | bf16 tensor cores |",
-            "|---|---|---|",
-            f"| compute capability {major}.{minor} | {s.torch_says} | "
-            f"{'yes' if s.native else 'no (torch emulates bf16)'} |",
-        ]
+            (
+                f"compute capability {major}.{minor}",
+                f"{s.torch_says}",
+                "yes" if s.native else "no (torch emulates bf16)",
+            )
+        ],
+        align="lll",
     )
 
 
@@ -353,16 +413,27 @@ def _runs_on(fmt: LowPrecisionFormat) -> str:
 
 def low_precision_markdown() -> str:
     """One row per format below 16 bits: bits, largest value, scaling, where it runs."""
-    lines = [
-        "| format | exponent bits | mantissa bits | largest value | scale | runs at full rate "
-        "on (dense TFLOP/s from the datasheets) | source |",
-        "|---|---:|---:|---|---|---|---|",
-    ]
+    header = (
+        "format",
+        "exponent bits",
+        "mantissa bits",
+        "largest value",
+        "scale",
+        "runs at full rate on (dense TFLOP/s from the datasheets)",
+        "source",
+    )
+    rows: list[tuple[str, ...]] = []
     for fmt in LOW_PRECISION_FORMATS:
         value, where = low_precision_max(fmt)
-        lines.append(
-            f"| {inert(fmt.name)} | {fmt.exponent_bits} | {fmt.mantissa_bits} "
-            f"| {value:,.0f} ({where}) | {inert(fmt.scale)} | {_runs_on(fmt)} "
-            f"| [spec]({fmt.source}) |"
+        rows.append(
+            (
+                inert(fmt.name),
+                f"{fmt.exponent_bits}",
+                f"{fmt.mantissa_bits}",
+                f"{value:,.0f} ({where})",
+                inert(fmt.scale),
+                _runs_on(fmt),
+                f"[spec]({fmt.source})",
+            )
         )
-    return "\n".join(lines)
+    return markdown_table(header, rows, align="lrrllll")

@@ -68,17 +68,31 @@ def sweep_markdown(sweep: AllReduceSweep, predictions: Sequence[RingPrediction])
         f"{samples} samples, each sample the slowest rank's. The formula's column is "
         f"2(N-1)/N x size / {bus:,.3f} GB/s, the bus bandwidth of the largest size.",
         "",
-        "| message | calls per sample | time (µs) | algorithm bandwidth (GB/s) "
-        "| bus bandwidth (GB/s) | ring formula (µs) | measured / formula |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    header = (
+        "message",
+        "calls per sample",
+        "time (µs)",
+        "algorithm bandwidth (GB/s)",
+        "bus bandwidth (GB/s)",
+        "ring formula (µs)",
+        "measured / formula",
+    )
+    rows = []
     for t in sorted(sweep.timings, key=lambda t: t.message_bytes):
         p = by_size[t.message_bytes]
-        lines.append(
-            f"| {size_label(t.message_bytes)} | {t.calls_per_sample} | {t.median_s * 1e6:,.0f} "
-            f"| {t.algorithm_bytes_per_s / 1e9:,.3f} | {t.bus_bytes_per_s / 1e9:,.3f} "
-            f"| {p.predicted_s * 1e6:,.0f} | {p.measured_over_predicted:,.1f} |"
+        rows.append(
+            (
+                size_label(t.message_bytes),
+                str(t.calls_per_sample),
+                f"{t.median_s * 1e6:,.0f}",
+                f"{t.algorithm_bytes_per_s / 1e9:,.3f}",
+                f"{t.bus_bytes_per_s / 1e9:,.3f}",
+                f"{p.predicted_s * 1e6:,.0f}",
+                f"{p.measured_over_predicted:,.1f}",
+            )
         )
+    lines.append(markdown_table(header, rows, align="r" * len(header)))
     return "\n".join(lines + _spread_lines(sweep))
 
 
@@ -99,15 +113,19 @@ def gpu_needed_markdown() -> str:
 
 def ring_markdown(rows: Sequence[RingRow]) -> str:
     """Each GPU count's share 2(N-1)/N and what each GPU sends, in GB."""
-    out = [
-        "| GPUs (N) | 2(N-1)/N | gradients (GB) | each GPU sends (GB) |",
-        "|---:|---:|---:|---:|",
-    ]
-    out += [
-        f"| {r.gpus} | {r.share:.3f} | {r.message_bytes / GB:,.1f} | {r.sent_bytes / GB:,.1f} |"
-        for r in rows
-    ]
-    return "\n".join(out)
+    return markdown_table(
+        ("GPUs (N)", "2(N-1)/N", "gradients (GB)", "each GPU sends (GB)"),
+        [
+            (
+                str(r.gpus),
+                f"{r.share:.3f}",
+                f"{r.message_bytes / GB:,.1f}",
+                f"{r.sent_bytes / GB:,.1f}",
+            )
+            for r in rows
+        ],
+        align="rrrr",
+    )
 
 
 def links_markdown(rows: Sequence[LinkTime]) -> str:
@@ -117,16 +135,20 @@ def links_markdown(rows: Sequence[LinkTime]) -> str:
     >>> print(links_markdown(link_times(24.5e9, ("h100-sxm",))).splitlines()[2])
     | NVIDIA H100 SXM5 80GB | NVLink | 900 | 450 | 54.4 |
     """
-    out = [
-        "| GPU | link | stated, both directions (GB/s) | one direction (GB/s) | time (ms) |",
-        "|---|---|---:|---:|---:|",
-    ]
-    out += [
-        f"| {r.gpu_name} | {r.link} | {r.stated_gb_per_s:,.0f} | "
-        f"{r.one_way_bytes_per_s / GB:,.0f} | {r.seconds * 1e3:,.1f} |"
-        for r in rows
-    ]
-    return "\n".join(out)
+    return markdown_table(
+        ("GPU", "link", "stated, both directions (GB/s)", "one direction (GB/s)", "time (ms)"),
+        [
+            (
+                r.gpu_name,
+                r.link,
+                f"{r.stated_gb_per_s:,.0f}",
+                f"{r.one_way_bytes_per_s / GB:,.0f}",
+                f"{r.seconds * 1e3:,.1f}",
+            )
+            for r in rows
+        ],
+        align="llrrr",
+    )
 
 
 def bridged_note(gpu_names: Sequence[str], gpus: int) -> str:
@@ -157,22 +179,30 @@ def zero_markdown(rows: Sequence[ZeroRow]) -> str:
     """
     names = {0: "0 (plain data parallel)", 3: "3 (FSDP full shard)"}
     link = rows[0].link_time if rows else None
-    head = "| stage | memory per GPU (GB) | bytes each GPU sends | sent per step (GB) | x stage 0 |"
-    rule = "|---|---:|---|---:|---:|"
+    header = [
+        "stage",
+        "memory per GPU (GB)",
+        "bytes each GPU sends",
+        "sent per step (GB)",
+        "x stage 0",
+    ]
+    align = "lrlrr"
     if link is not None:
-        head += f" time on {link.link}, {link.one_way_bytes_per_s / GB:,.0f} GB/s (ms) |"
-        rule += "---:|"
-    out = [head, rule]
+        header.append(f"time on {link.link}, {link.one_way_bytes_per_s / GB:,.0f} GB/s (ms)")
+        align += "r"
+    cells = []
     for r in rows:
-        line = (
-            f"| {names.get(r.stage, str(r.stage))} | {r.budget.total_bytes / GB:,.2f} | "
-            f"{formula(r.stage)} | {r.comm.sent_bytes / GB:,.2f} | "
-            f"{r.comm.ratio_to_data_parallel:.2f} |"
-        )
+        row = [
+            names.get(r.stage, str(r.stage)),
+            f"{r.budget.total_bytes / GB:,.2f}",
+            formula(r.stage),
+            f"{r.comm.sent_bytes / GB:,.2f}",
+            f"{r.comm.ratio_to_data_parallel:.2f}",
+        ]
         if r.link_time is not None:
-            line += f" {r.link_time.seconds * 1e3:,.0f} |"
-        out.append(line)
-    return "\n".join(out)
+            row.append(f"{r.link_time.seconds * 1e3:,.0f}")
+        cells.append(row)
+    return markdown_table(header, cells, align=align)
 
 
 def tensor_parallel_markdown(
@@ -198,22 +228,26 @@ def tensor_parallel_markdown(
     | time on NVIDIA H100 SXM5 80GB's PCIe Gen5 x16, 64 GB/s one way | 0 ms |
     | arithmetic of the micro-batch | 500 ms |
     """
-    out = [
-        "| quantity | value |",
-        "|---|---:|",
-        f"| all-reduces per micro-batch (4 per layer x {step.layers} layers) | "
-        f"{step.all_reduces:,} |",
-        f"| one all-reduce: batch x seq x hidden x bytes | {step.message_bytes / MIB:,.0f} MiB |",
-        f"| each GPU sends per micro-batch (t = {step.tensor_parallel}) | "
-        f"{step.sent_bytes / GIB:,.2f} GiB |",
+    rows = [
+        (
+            f"all-reduces per micro-batch (4 per layer x {step.layers} layers)",
+            f"{step.all_reduces:,}",
+        ),
+        ("one all-reduce: batch x seq x hidden x bytes", f"{step.message_bytes / MIB:,.0f} MiB"),
+        (
+            f"each GPU sends per micro-batch (t = {step.tensor_parallel})",
+            f"{step.sent_bytes / GIB:,.2f} GiB",
+        ),
     ]
-    out += [
-        f"| time on {t.gpu_name}'s {t.link}, {t.one_way_bytes_per_s / GB:,.0f} GB/s one way | "
-        f"{t.seconds * 1e3:,.0f} ms |"
+    rows += [
+        (
+            f"time on {t.gpu_name}'s {t.link}, {t.one_way_bytes_per_s / GB:,.0f} GB/s one way",
+            f"{t.seconds * 1e3:,.0f} ms",
+        )
         for t in links
     ]
-    out.append(f"| arithmetic of the micro-batch | {compute_s * 1e3:,.0f} ms |")
-    return "\n".join(out)
+    rows.append(("arithmetic of the micro-batch", f"{compute_s * 1e3:,.0f} ms"))
+    return markdown_table(("quantity", "value"), rows)
 
 
 def bubble_markdown(rows: Sequence[BubbleRow]) -> str:

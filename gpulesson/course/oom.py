@@ -15,6 +15,7 @@ from gpulesson.errors.diagnose import Diagnosis
 from gpulesson.errors.fix_ladder import FIX_LADDER, Step
 from gpulesson.errors.numbers import format_bytes
 from gpulesson.errors.render import number_rows
+from gpulesson.tables import markdown_table
 
 
 def _cell(text: str) -> str:
@@ -65,8 +66,8 @@ def to_markdown(diagnosis: Diagnosis, ladder_href: str | None = None) -> str:
         lines[0] += f" Wording: {diagnosis.wording}."
     rows = number_rows(diagnosis)
     if rows:
-        lines += ["", "| number in the message | value |", "|---|---|"]
-        lines += [f"| {label} | {_cell(value)} |" for label, value in rows]
+        cells = [(label, _cell(value)) for label, value in rows]
+        lines += ["", markdown_table(("number in the message", "value"), cells, align="ll")]
     kind = "warning" if diagnosis.verdict else "info"
     head = f"Verdict: {diagnosis.verdict}" if diagnosis.verdict else "Diagnosis"
     lines += ["", f'!!! {kind} "{head}"', f"    {diagnosis.summary}"]
@@ -98,15 +99,12 @@ def example_markdown(
 
 def examples_table_markdown(diagnoses: Mapping[str, Diagnosis]) -> str:
     """Tabulate diagnosed example messages: kind, verdict, key numbers, first step."""
-    lines = [
-        "| example | kind | verdict | requested / free / total | first step |",
-        "|---|---|---|---|---|",
-    ]
+    rows: list[tuple[str, ...]] = []
     for name, d in diagnoses.items():
         numbers = (d.requested_bytes, d.free_bytes, d.total_bytes)
         sizes = " / ".join(format_bytes(n) for n in numbers) if any(numbers) else "—"
-        lines.append(
-            f"| {name} | {d.kind.replace('_', ' ')} | {d.verdict or '—'} | {sizes} | "
-            f"{_cell(d.steps[0].action)} |"
+        rows.append(
+            (name, d.kind.replace("_", " "), d.verdict or "—", sizes, _cell(d.steps[0].action))
         )
-    return "\n".join(lines)
+    header = ("example", "kind", "verdict", "requested / free / total", "first step")
+    return markdown_table(header, rows, align="lllll")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import html
 
+from gpulesson.tables import markdown_table
 from gpulesson.text import code_span
 from gpulesson.timing.profile import (
     FirstAndSteady,
@@ -84,50 +85,55 @@ def ops_markdown(p: StepProfile, rows: int = 10) -> str:
     """
     shown = p.op_rows[:rows]
     if p.device == "cuda":
-        lines = [
-            "| op | calls | self CUDA (ms) | total CUDA (ms) | self CPU (ms) | share |",
-            "|---|---:|---:|---:|---:|---:|",
+        header = ("op", "calls", "self CUDA (ms)", "total CUDA (ms)", "self CPU (ms)", "share")
+        cells = [
+            (
+                _name(r),
+                f"{r.calls:,}",
+                _ms(r.self_device_s),
+                _ms(r.total_device_s),
+                _ms(r.self_cpu_s),
+                _pct(p.share(r)),
+            )
+            for r in shown
         ]
-        for r in shown:
-            lines.append(
-                f"| {_name(r)} | {r.calls:,} | {_ms(r.self_device_s)} | "
-                f"{_ms(r.total_device_s)} | {_ms(r.self_cpu_s)} | {_pct(p.share(r))} |"
-            )
     else:
-        lines = ["| op | calls | self (ms) | total (ms) | share |", "|---|---:|---:|---:|---:|"]
-        for r in shown:
-            lines.append(
-                f"| {_name(r)} | {r.calls:,} | {_ms(r.self_cpu_s)} | {_ms(r.total_cpu_s)} | "
-                f"{_pct(p.share(r))} |"
-            )
-    lines += ["", _basis_note(p)]
-    return "\n".join(lines)
+        header = ("op", "calls", "self (ms)", "total (ms)", "share")
+        cells = [
+            (_name(r), f"{r.calls:,}", _ms(r.self_cpu_s), _ms(r.total_cpu_s), _pct(p.share(r)))
+            for r in shown
+        ]
+    return markdown_table(header, cells) + "\n\n" + _basis_note(p)
 
 
 def rows_markdown(p: StepProfile, names: tuple[str, ...]) -> str:
     """Chosen rows (operators or labels) side by side: calls, self and total time, share."""
-    lines = ["| row | calls | self (ms) | total (ms) | share |", "|---|---:|---:|---:|---:|"]
-    for name in names:
-        r = p.op(name)
-        lines.append(
-            f"| {_name(r)} | {r.calls:,} | {_ms(p.self_s(r))} | {_ms(p.total_s(r))} | "
-            f"{_pct(p.share(r))} |"
-        )
-    return "\n".join(lines)
+    shown = [p.op(name) for name in names]
+    return markdown_table(
+        ("row", "calls", "self (ms)", "total (ms)", "share"),
+        [
+            (_name(r), f"{r.calls:,}", _ms(p.self_s(r)), _ms(p.total_s(r)), _pct(p.share(r)))
+            for r in shown
+        ],
+    )
 
 
 def regions_markdown(p: StepProfile) -> str:
     """The labelled regions of the step: total time, share of the step, memory left behind."""
+    table = markdown_table(
+        ("region (`record_function`)", "total (ms)", "share of the step", "net memory (MiB)"),
+        [
+            (
+                code_span(r.name),
+                _ms(p.total_s(r)),
+                _pct(p.region_share(r)),
+                _mib(p.memory_per_step_bytes(r)),
+            )
+            for r in p.regions()
+        ],
+    )
     lines = [
-        "| region (`record_function`) | total (ms) | share of the step | net memory (MiB) |",
-        "|---|---:|---:|---:|",
-    ]
-    for r in p.regions():
-        lines.append(
-            f"| {code_span(r.name)} | {_ms(p.total_s(r))} | {_pct(p.region_share(r))} | "
-            f"{_mib(p.memory_per_step_bytes(r))} |"
-        )
-    lines += [
+        table,
         "",
         f"Median step {_ms(p.step_s)} ms of wall-clock time with the profiler on "
         f"({p.device}, {p.active} active step{'s' if p.active != 1 else ''}). Net memory: "
@@ -140,16 +146,19 @@ def regions_markdown(p: StepProfile) -> str:
 def first_and_steady_markdown(pair: FirstAndSteady) -> str:
     """The regions' net memory in the very first step beside a steady step."""
     first, steady = pair.first.profile, pair.steady.profile
+    table = markdown_table(
+        ("region", "first step: net memory (MiB)", "steady step: net memory (MiB)"),
+        [
+            (
+                code_span(r.name),
+                _mib(first.memory_per_step_bytes(first.op(r.name))),
+                _mib(steady.memory_per_step_bytes(r)),
+            )
+            for r in steady.regions()
+        ],
+    )
     lines = [
-        "| region | first step: net memory (MiB) | steady step: net memory (MiB) |",
-        "|---|---:|---:|",
-    ]
-    for r in steady.regions():
-        lines.append(
-            f"| {code_span(r.name)} | {_mib(first.memory_per_step_bytes(first.op(r.name)))} | "
-            f"{_mib(steady.memory_per_step_bytes(r))} |"
-        )
-    lines += [
+        table,
         "",
         f"The same model, {pair.first.parameters:,} parameters: its first step profiled with "
         "no schedule, then the step after a warm-up step, with schedule(wait=0, warmup=1, "
@@ -160,17 +169,20 @@ def first_and_steady_markdown(pair: FirstAndSteady) -> str:
 
 def memory_markdown(p: StepProfile, rows: int = 8) -> str:
     """The operators that allocated the most memory themselves (self memory, per step)."""
+    table = markdown_table(
+        ("op", "calls", "self memory (MiB)", "total memory (MiB)"),
+        [
+            (
+                _name(r),
+                f"{p.calls_per_step(r):,.0f}",
+                _mib(p.memory_per_step_bytes(r, self_only=True)),
+                _mib(p.memory_per_step_bytes(r)),
+            )
+            for r in p.by_memory()[:rows]
+        ],
+    )
     lines = [
-        "| op | calls | self memory (MiB) | total memory (MiB) |",
-        "|---|---:|---:|---:|",
-    ]
-    for r in p.by_memory()[:rows]:
-        lines.append(
-            f"| {_name(r)} | {p.calls_per_step(r):,.0f} | "
-            f"{_mib(p.memory_per_step_bytes(r, self_only=True))} | "
-            f"{_mib(p.memory_per_step_bytes(r))} |"
-        )
-    lines += [
+        table,
         "",
         "Self memory: what the op allocated minus what it freed itself; total adds the ops it "
         f"called. Per step, {p.device} memory; MiB = 2^20 bytes.",
@@ -196,22 +208,22 @@ def trace_download_html(p: StepProfile, filename: str = "profile-step.json.gz") 
 
 def snapshot_markdown(s: SnapshotSummary) -> str:
     """What a CUDA memory snapshot recorded: events, the replayed peak, the peak per region."""
-    lines = [
-        "| | value |",
-        "|---|---:|",
-        f"| events recorded (alloc, free, segment) | {s.events:,} |",
-        f"| of which allocations | {s.alloc_events:,} |",
-        f"| allocated before recording (MiB) | {_mib(s.baseline_bytes)} |",
-        f"| peak, replaying the events (MiB) | {_mib(s.peak_bytes)} |",
-        f"| peak, `torch.cuda.max_memory_allocated` (MiB) | {_mib(s.max_allocated_bytes)} |",
-        f"| snapshot file (MiB) | {_mib(s.pickle_bytes)} |",
-        "",
-        "| region of the last step | peak allocated (MiB) |",
-        "|---|---:|",
-    ]
-    for region, peak in s.phase_peaks_bytes.items():
-        lines.append(f"| `{region}` | {_mib(peak)} |")
-    return "\n".join(lines)
+    summary = markdown_table(
+        ("", "value"),
+        [
+            ("events recorded (alloc, free, segment)", f"{s.events:,}"),
+            ("of which allocations", f"{s.alloc_events:,}"),
+            ("allocated before recording (MiB)", _mib(s.baseline_bytes)),
+            ("peak, replaying the events (MiB)", _mib(s.peak_bytes)),
+            ("peak, `torch.cuda.max_memory_allocated` (MiB)", _mib(s.max_allocated_bytes)),
+            ("snapshot file (MiB)", _mib(s.pickle_bytes)),
+        ],
+    )
+    peaks = markdown_table(
+        ("region of the last step", "peak allocated (MiB)"),
+        [(f"`{region}`", _mib(peak)) for region, peak in s.phase_peaks_bytes.items()],
+    )
+    return summary + "\n\n" + peaks
 
 
 def step_markdown(g: GptStepProfile) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 from gpulesson.timing import charts
 from gpulesson.timing.results import (
@@ -52,25 +53,44 @@ def _regime(p: Placement) -> str:
 def roofline_markdown(roof: Roofline) -> str:
     """Bandwidth, peak, ridge, and each operation's place under the roof."""
     gbps = roof.bandwidth_bytes_per_s / GB
-    lines = [
-        "| quantity | measured on " + roof.device + " | how |",
-        "|---|---:|---|",
-        f"| memory bandwidth | {gbps:,.1f} GB/s | {roof.bandwidth.name}, "
-        f"{roof.bandwidth.bytes_moved / MIB:,.0f} MiB read + written / median time |",
-        f"| matmul peak | {_gflops(roof.peak_flop_per_s)} GFLOP/s | "
-        f"{roof.peak.name}, fp32: 2n^3 / median time |",
-        f"| ridge point | {roof.ridge_flop_per_byte:,.1f} FLOP/byte | peak / bandwidth |",
-        "",
-        "| operation | FLOP/byte | achieved GFLOP/s | ceiling at that intensity (GFLOP/s) "
-        "| share of ceiling | regime |",
-        "|---|---:|---:|---:|---:|---|",
+    roofs = [
+        (
+            "memory bandwidth",
+            f"{gbps:,.1f} GB/s",
+            f"{roof.bandwidth.name}, "
+            f"{roof.bandwidth.bytes_moved / MIB:,.0f} MiB read + written / median time",
+        ),
+        (
+            "matmul peak",
+            f"{_gflops(roof.peak_flop_per_s)} GFLOP/s",
+            f"{roof.peak.name}, fp32: 2n^3 / median time",
+        ),
+        ("ridge point", f"{roof.ridge_flop_per_byte:,.1f} FLOP/byte", "peak / bandwidth"),
     ]
-    for p in roof.placements:
-        op = p.op
-        lines.append(
-            f"| {op.name} | {op.intensity_flop_per_byte:.3g} | {_gflops(op.flop_per_s)} | "
-            f"{_gflops(p.ceiling_flop_per_s)} | {p.share_of_ceiling:.0%} | {_regime(p)} |"
+    header = (
+        "operation",
+        "FLOP/byte",
+        "achieved GFLOP/s",
+        "ceiling at that intensity (GFLOP/s)",
+        "share of ceiling",
+        "regime",
+    )
+    ops = [
+        (
+            p.op.name,
+            f"{p.op.intensity_flop_per_byte:.3g}",
+            _gflops(p.op.flop_per_s),
+            _gflops(p.ceiling_flop_per_s),
+            f"{p.share_of_ceiling:.0%}",
+            _regime(p),
         )
+        for p in roof.placements
+    ]
+    lines = [
+        markdown_table(("quantity", "measured on " + roof.device, "how"), roofs, align="lrl"),
+        "",
+        markdown_table(header, ops, align="lrrrrl"),
+    ]
     lines += _warnings([roof.bandwidth, *(op for op in roof.ops if op is not roof.bandwidth)])
     return "\n".join(lines)
 
@@ -107,13 +127,12 @@ def link_markdown(link: LinkBandwidth | None) -> str:
     if link.pinned is not None:
         rows.append(("host to device, pinned", link.pinned))
     rows.append((f"on {link.device}, device to device", link.on_device))
-    lines = ["| copy | bytes moved (MiB) | median (ms) | GB/s |", "|---|---:|---:|---:|"]
-    for label, op in rows:
-        lines.append(
-            f"| {label} | {op.bytes_moved / MIB:,.0f} | {_ms(op.median_s)} | "
-            f"{op.bytes_per_s / GB:,.1f} |"
-        )
-    lines += [
+    cells = [
+        (label, f"{op.bytes_moved / MIB:,.0f}", _ms(op.median_s), f"{op.bytes_per_s / GB:,.1f}")
+        for label, op in rows
+    ]
+    lines = [
+        markdown_table(("copy", "bytes moved (MiB)", "median (ms)", "GB/s"), cells),
         "",
         f"On-device copies run {link.on_device_over_link:.0f}x faster than the host link here. "
         f"{quoted}",
@@ -134,15 +153,14 @@ def datasheets_markdown(
     >>> print(datasheets_markdown([datasheets.get("t4")]).splitlines()[2][:36])
     | NVIDIA T4 | 320 | 8.1 | — | 65.0 |
     """
-    head = " | ".join(f"dense {d} (TFLOP/s)" for d in dtypes)
-    lines = [
-        f"| GPU | memory bandwidth (GB/s) | {head} | source |",
-        "|---|---:|" + "---:|" * len(dtypes) + "---|",
-    ]
-    for r in rows:
-        peaks = " | ".join(_tflops_cell(r.dense_flop_per_s(d)) for d in dtypes)
-        lines.append(
-            f"| {inert(r.name)} | {r.memory_bandwidth_stated_gb_per_s:,.0f} | {peaks} | "
-            f"{_sources(r)} |"
+    header = ("GPU", "memory bandwidth (GB/s)", *(f"dense {d} (TFLOP/s)" for d in dtypes), "source")
+    cells = [
+        (
+            f"{inert(r.name)}",  # an f-string field: tests/test_inert.py's check reads those
+            f"{r.memory_bandwidth_stated_gb_per_s:,.0f}",
+            *(_tflops_cell(r.dense_flop_per_s(d)) for d in dtypes),
+            _sources(r),
         )
-    return "\n".join(lines)
+        for r in rows
+    ]
+    return markdown_table(header, cells, align="lr" + "r" * len(dtypes) + "l")

@@ -10,6 +10,7 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 from __future__ import annotations
 
 from gpulesson.probe import ExampleMachine, ProbeReport, Verdict, _rows, _verdict_line
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert as markdown_text  # the one escaping helper; kept under this name
 
 
@@ -24,8 +25,8 @@ def to_markdown(report: ProbeReport) -> str:
     >>> "<img" in to_markdown(report), "&lt;img" in to_markdown(report)
     (False, True)
     """
-    lines = ["| question | answer |", "|---|---|"]
-    lines += [f"| {key} | {markdown_text(value)} |" for key, value in _rows(report)]
+    rows = [(key, markdown_text(value)) for key, value in _rows(report)]
+    lines = [markdown_table(("question", "answer"), rows, align="ll")]
     kind = "success" if report.verdict.code == "ok" else "info"
     lines += [
         "",
@@ -41,8 +42,8 @@ def to_markdown(report: ProbeReport) -> str:
 
 def cases_markdown(rows: tuple[tuple[ExampleMachine, Verdict], ...]) -> str:
     """The diagnosis tree as a table: one example machine per case, with its verdict."""
-    lines = ["| machine | case | what it means | next step |", "|---|---|---|---|"]
-    for machine, verdict in rows:
-        case = f"{verdict.code} `{verdict.case}`"
-        lines.append(f"| {machine.label} | {case} | {verdict.summary} | {verdict.fix} |")
-    return "\n".join(lines)
+    return markdown_table(
+        ("machine", "case", "what it means", "next step"),
+        [(m.label, f"{v.code} `{v.case}`", v.summary, v.fix) for m, v in rows],
+        align="llll",
+    )

@@ -10,6 +10,7 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 from __future__ import annotations
 
 from gpulesson.course.why_gpus import NO_CUDA_TEXT, _sci, _warnings
+from gpulesson.tables import markdown_table
 from gpulesson.timing.render import _gflops, _ms
 from gpulesson.timing.results import (
     IllusionResult,
@@ -71,16 +72,12 @@ def illusion_markdown(result: IllusionResult) -> str:
         ("honest: barrier at start and stop", h),
         ("naive: no barrier before stopping", v),
     ]
-    lines = [
-        f"| {h.device}, n = {h.n}, {h.dtype} | median (ms) | IQR (ms) | repeats | GFLOP/s |",
-        "|---|---:|---:|---:|---:|",
+    header = (f"{h.device}, n = {h.n}, {h.dtype}", "median (ms)", "IQR (ms)", "repeats", "GFLOP/s")
+    cells = [
+        (label, _ms(r.median_s), _ms(r.iqr_s), r.repeats, _gflops(r.flop_per_s))
+        for label, r in rows
     ]
-    for label, r in rows:
-        lines.append(
-            f"| {label} | {_ms(r.median_s)} | {_ms(r.iqr_s)} | {r.repeats} | "
-            f"{_gflops(r.flop_per_s)} |"
-        )
-    lines.append("")
+    lines = [markdown_table(header, cells), ""]
     lines.append(
         f"Honest / naive = {_ms(h.median_s)} ms / {_ms(v.median_s)} ms = "
         f"**{result.inflation:.2f}**."
@@ -104,13 +101,15 @@ def launch_correction_markdown(c: LaunchCorrection) -> str:
     """The source's example at its 5 ms launch and at the cited launch costs, side by side."""
     examples = (c.source, *c.corrected)
     t = c.source
-    head = " | ".join(
-        [f"source's launch, {_time(t.launch_s)}"]
-        + [f"launch {_time(x.launch_s)}" for x in c.corrected]
+    header = (
+        "",
+        "arithmetic",
+        f"source's launch, {_time(t.launch_s)}",
+        *(f"launch {_time(x.launch_s)}" for x in c.corrected),
     )
 
-    def row(label: str, arithmetic: str, cells: list[str]) -> str:
-        return f"| {label} | {arithmetic} | " + " | ".join(cells) + " |"
+    def row(label: str, arithmetic: str, cells: list[str]) -> tuple[str, ...]:
+        return (label, arithmetic, *cells)
 
     at_peak = ", a T4's datasheet fp32 peak" if t.kernel_s == peak_kernel_s(t.n) else ""
     low, high = c.naive_speedup_range
@@ -125,30 +124,40 @@ def launch_correction_markdown(c: LaunchCorrection) -> str:
             f"{_time(SOURCE_LAUNCH_S)} launch; a launch from PyTorch eager costs about "
             f"{_time_range(*EAGER_LAUNCH_S_RANGE)} (cited).",
             "",
-            f"| | arithmetic | {head} |",
-            "|---|---|" + "---:|" * len(examples),
-            row("GPU time, honest", "kernel + launch", [_time(x.gpu_honest_s) for x in examples]),
-            row("GPU time, naive", "launch only", [_time(x.gpu_naive_s) for x in examples]),
-            row(
-                "speedup, honest",
-                f"{t.cpu_s:g} s / honest",
-                [_ratio(x.honest_speedup) for x in examples],
-            ),
-            row(
-                "speedup, naive",
-                f"{t.cpu_s:g} s / naive",
-                [_ratio(x.naive_speedup) for x in examples],
-            ),
-            row("illusion", "naive / honest speedup", [_ratio(x.illusion) for x in examples]),
-            row(
-                f"a {t.cpu_job_s / 3600:g}-hour CPU job, honest",
-                f"{t.cpu_job_s:,.0f} s / honest speedup",
-                [_time(x.job_honest_s) for x in examples],
-            ),
-            row(
-                "the same job, naive",
-                f"{t.cpu_job_s:,.0f} s / naive speedup",
-                [_time(x.job_naive_s) for x in examples],
+            markdown_table(
+                header,
+                [
+                    row(
+                        "GPU time, honest",
+                        "kernel + launch",
+                        [_time(x.gpu_honest_s) for x in examples],
+                    ),
+                    row("GPU time, naive", "launch only", [_time(x.gpu_naive_s) for x in examples]),
+                    row(
+                        "speedup, honest",
+                        f"{t.cpu_s:g} s / honest",
+                        [_ratio(x.honest_speedup) for x in examples],
+                    ),
+                    row(
+                        "speedup, naive",
+                        f"{t.cpu_s:g} s / naive",
+                        [_ratio(x.naive_speedup) for x in examples],
+                    ),
+                    row(
+                        "illusion", "naive / honest speedup", [_ratio(x.illusion) for x in examples]
+                    ),
+                    row(
+                        f"a {t.cpu_job_s / 3600:g}-hour CPU job, honest",
+                        f"{t.cpu_job_s:,.0f} s / honest speedup",
+                        [_time(x.job_honest_s) for x in examples],
+                    ),
+                    row(
+                        "the same job, naive",
+                        f"{t.cpu_job_s:,.0f} s / naive speedup",
+                        [_time(x.job_naive_s) for x in examples],
+                    ),
+                ],
+                align="ll" + "r" * len(examples),
             ),
             "",
             f"At the source's {_time(SOURCE_LAUNCH_S)} the naive stopwatch says "
@@ -164,17 +173,25 @@ def launch_correction_markdown(c: LaunchCorrection) -> str:
 def launch_markdown(r: LaunchOverhead) -> str:
     """The tiny op's cost per call on this build's device, labelled by what it measures."""
     timings = [r.eager] + ([r.graph] if r.graph is not None else [])
-    lines = [
-        f"| {r.op} on {r.device} | median per call (µs) | IQR (µs) | samples | calls per sample |",
-        "|---|---:|---:|---:|---:|",
-    ]
+    header = (
+        f"{r.op} on {r.device}",
+        "median per call (µs)",
+        "IQR (µs)",
+        "samples",
+        "calls per sample",
+    )
     labels = {"eager": "eager (one PyTorch call each)", "cuda-graph": "CUDA graph replay"}
-    for t in timings:
-        lines.append(
-            f"| {labels.get(t.mode, t.mode)} | {_us(t.median_s)} | {_us(t.iqr_s)} | "
-            f"{t.repeats} | {t.calls_per_sample:,} |"
+    cells = [
+        (
+            labels.get(t.mode, t.mode),
+            _us(t.median_s),
+            _us(t.iqr_s),
+            t.repeats,
+            f"{t.calls_per_sample:,}",
         )
-    lines.append("")
+        for t in timings
+    ]
+    lines = [markdown_table(header, cells), ""]
     cited = _time_range(*EAGER_LAUNCH_S_RANGE)
     if r.device == "cpu":
         lines.append(

@@ -75,19 +75,23 @@ def comparison_markdown(comparison: SweepComparison) -> str:
     pinned = {r.n: o for r, o in zip(comparison.gpu, comparison.pinned, strict=False)}
     sizes = sorted({r.n for r in comparison.cpu} | set(gpu))
     cpu = {r.n: r for r in comparison.cpu}
+    header: tuple[str, ...] = ("n", "CPU median (ms)", "CPU GFLOP/s")
     if comparison.gpu_device is None:
-        lines = ["| n | CPU median (ms) | CPU GFLOP/s | GPU |", "|---:|---:|---:|---|"]
-        for r in comparison.cpu:
-            lines.append(
-                f"| {r.n} | {_ms(r.median_s)} | {_gflops(r.flop_per_s)} | {NO_CUDA_TEXT} |"
-            )
-    else:
-        lines = [
-            "| n | CPU median (ms) | CPU GFLOP/s | "
-            f"{gpu_name} median (ms) | {gpu_name} GFLOP/s | {gpu_name}/CPU speedup | "
-            "copy A, B to GPU, pageable (ms) | pinned (ms) |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        header += ("GPU",)
+        align = "rrrl"
+        rows = [
+            [str(r.n), _ms(r.median_s), _gflops(r.flop_per_s), NO_CUDA_TEXT] for r in comparison.cpu
         ]
+    else:
+        header += (
+            f"{gpu_name} median (ms)",
+            f"{gpu_name} GFLOP/s",
+            f"{gpu_name}/CPU speedup",
+            "copy A, B to GPU, pageable (ms)",
+            "pinned (ms)",
+        )
+        align = "r" * len(header)
+        rows = []
     for n in sizes if comparison.gpu_device else ():
         c, g = cpu.get(n), gpu.get(n)
         speedup = comparison.speedup(n)
@@ -103,8 +107,8 @@ def comparison_markdown(comparison: SweepComparison) -> str:
             if n in pinned
             else ("needs CUDA" if comparison.gpu_device == "mps" else "not measured"),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
+        rows.append(cells)
+    lines = [markdown_table(header, rows, align=align), ""]
     if comparison.gpu_device is None:
         lines.append(
             f"GPU column: {NO_CUDA_TEXT} (and no Apple GPU), so no GPU time, speedup, copy "
@@ -158,13 +162,11 @@ def sweep_chart(comparison: SweepComparison) -> str:
 
 def flops_markdown(counts: Sequence[FlopCount]) -> str:
     """2n^3 for a few sizes, with the ratio to the first (``results.flop_counts``)."""
-    lines = [
-        f"| n | 2n^3 FLOPs | relative to n = {counts[0].n} |",
-        "|---:|---:|---:|",
-    ]
-    for c in counts:
-        lines.append(f"| {c.n:,} | {_sci(c.flops)} | {c.relative_to_first:.3f}x |")
-    return "\n".join(lines)
+    return markdown_table(
+        ("n", "2n^3 FLOPs", f"relative to n = {counts[0].n}"),
+        [(f"{c.n:,}", _sci(c.flops), f"{c.relative_to_first:.3f}x") for c in counts],
+        align="rrr",
+    )
 
 
 def cpu_peak_markdown(roof: CpuRoof) -> str:
@@ -178,29 +180,46 @@ def cpu_peak_markdown(roof: CpuRoof) -> str:
     bounds = " or ".join(f"{_gflops(rate)}" for _, rate in p.bounds_flop_per_s)
     units = " or ".join(str(u) for u in FMA_UNIT_BOUNDS)
     clock = f"{p.clock_hz / 1e9:.3g} GHz" if p.clock_hz is not None else None
-    lines = [
-        f"| term of the CPU peak ({p.dtype}) | value | where it comes from |",
-        "|---|---:|---|",
-        f"| cores | {known(p.cores, str(p.cores))} | {p.cores_source} |",
-        "| FMA units per core | not revealed | the CPU does not report it; vendors' "
-        f"optimization manuals do ({units} on current cores) |",
-        f"| SIMD lanes | {known(p.simd_lanes, str(p.simd_lanes))} | "
-        f"{p.simd or 'CPU flags'}: {p.lanes_note} |",
-        f"| FLOPs per lane per FMA | {FLOPS_PER_FMA_LANE} | a multiply and an add"
-        + ("" if p.fma else " (no FMA flag: on separate units)")
-        + " |",
-        f"| clock | {clock or 'not revealed'} | {p.clock_source} |",
+    rows = [
+        ("cores", known(p.cores, str(p.cores)), p.cores_source),
+        (
+            "FMA units per core",
+            "not revealed",
+            f"the CPU does not report it; vendors' optimization manuals do ({units} on current "
+            "cores)",
+        ),
+        (
+            "SIMD lanes",
+            known(p.simd_lanes, str(p.simd_lanes)),
+            f"{p.simd or 'CPU flags'}: {p.lanes_note}",
+        ),
+        (
+            "FLOPs per lane per FMA",
+            str(FLOPS_PER_FMA_LANE),
+            "a multiply and an add" + ("" if p.fma else " (no FMA flag: on separate units)"),
+        ),
+        ("clock", clock or "not revealed", p.clock_source),
     ]
     if per_unit is not None:
-        lines += [
-            f"| peak per FMA unit (GFLOP/s) | {_gflops(per_unit)} | "
-            f"{p.cores} x {p.simd_lanes} x {FLOPS_PER_FMA_LANE} x {clock} |",
-            f"| peak with {units} FMA units per core (GFLOP/s) | {bounds} | "
-            f"peak per FMA unit x {units} |",
+        rows += [
+            (
+                "peak per FMA unit (GFLOP/s)",
+                _gflops(per_unit),
+                f"{p.cores} x {p.simd_lanes} x {FLOPS_PER_FMA_LANE} x {clock}",
+            ),
+            (
+                f"peak with {units} FMA units per core (GFLOP/s)",
+                bounds,
+                f"peak per FMA unit x {units}",
+            ),
         ]
-    lines += [
-        f"| best measured matmul (GFLOP/s) | {_gflops(roof.achieved_flop_per_s)} | "
-        f"{roof.achieved_source} |",
+    rows.append(
+        ("best measured matmul (GFLOP/s)", _gflops(roof.achieved_flop_per_s), roof.achieved_source)
+    )
+    lines = [
+        markdown_table(
+            (f"term of the CPU peak ({p.dtype})", "value", "where it comes from"), rows, align="lrl"
+        ),
         "",
     ]
     achieved = f"{_gflops(roof.achieved_flop_per_s)} GFLOP/s"
@@ -284,20 +303,26 @@ def gpu_peaks_markdown(
         for d in DATASHEET_DTYPES
         if d in by_dtype or (sheet is not None and sheet.dense_flop_per_s(d) is not None)
     ]
-    lines = [
-        f"| {inert(device_name)}: matmul | best measured (TFLOP/s) "
-        "| datasheet dense peak (TFLOP/s) | measured / datasheet |",
-        "|---|---:|---:|---:|",
-    ]
+    rows = []
     for d in dtypes:
         m = by_dtype.get(d)
         peak = sheet.dense_flop_per_s(d) if sheet is not None else None
         fraction = datasheet_fraction(m, sheet) if m is not None else None
-        lines.append(
-            f"| {d} | {_tflops_cell(m.value) if m else 'not measured'} | "
-            f"{_tflops_cell(peak)} | {MISSING if fraction is None else f'{fraction:.0%}'} |"
+        rows.append(
+            (
+                d,
+                _tflops_cell(m.value) if m else "not measured",
+                _tflops_cell(peak),
+                MISSING if fraction is None else f"{fraction:.0%}",
+            )
         )
-    lines.append("")
+    header = (
+        f"{inert(device_name)}: matmul",
+        "best measured (TFLOP/s)",
+        "datasheet dense peak (TFLOP/s)",
+        "measured / datasheet",
+    )
+    lines = [markdown_table(header, rows, align="lrrr"), ""]
     if sheet is None:
         lines.append(
             f"gpulesson's datasheet table has no row for {inert(device_name)}, so there is no "

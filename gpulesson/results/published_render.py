@@ -35,6 +35,7 @@ from typing import Any
 from gpulesson.results import datasheets, predict, published
 from gpulesson.results.compare import Sourced
 from gpulesson.results.render import MISSING, display_unit, format_number, format_ratio
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 from gpulesson.timing import charts
 
@@ -124,13 +125,19 @@ def published_markdown(rows: Sequence[published.Published]) -> str:
         "**predicted** is the course's model for that GPU from its datasheet (no model where "
         "the datasheets lack the GPU or the course has no model for the figure)."
     ]
+    header = (
+        "device",
+        "kind",
+        "published",
+        "unit",
+        "predicted",
+        "published ÷ predicted",
+        "source",
+        "retrieved",
+        "software",
+    )
     for figure in figures:
-        out += [
-            f"#### {inert(figure)}",
-            "| device | kind | published | unit | predicted | published ÷ predicted "
-            "| source | retrieved | software |",
-            "|---|---|---:|---|---:|---:|---|---|---|",
-        ]
+        table = []
         for r in (r for r in rows if r.figure == figure):
             p = prediction_for(r)
             ratio = published_ratio(r, p)
@@ -151,19 +158,9 @@ def published_markdown(rows: Sequence[published.Published]) -> str:
                 inert(r.retrieved.isoformat()),
                 inert(r.software or MISSING),
             )
-            out.append("| " + " | ".join(cells) + " |")
-    return "\n\n".join(_join_tables(out))
-
-
-def _join_tables(parts: list[str]) -> list[str]:
-    """Table lines joined by newlines, everything else by blank lines."""
-    joined: list[str] = []
-    for part in parts:
-        if part.startswith("|") and joined and joined[-1].split("\n")[-1].startswith("|"):
-            joined[-1] += "\n" + part
-        else:
-            joined.append(part)
-    return joined
+            table.append(cells)
+        out += [f"#### {inert(figure)}", markdown_table(header, table, align="llrlrrlll")]
+    return "\n\n".join(out)
 
 
 # --- charts ----------------------------------------------------------------------------

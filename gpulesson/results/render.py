@@ -19,6 +19,7 @@ from typing import Any
 
 from gpulesson.results.bundle import Measurement
 from gpulesson.results.compare import Across, Cell, Comparison, Row, Sourced
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 from gpulesson.timing import charts
 
@@ -115,14 +116,6 @@ def _text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]], right_from: int) -> str:
-    align = ["---" if i < right_from else "---:" for i in range(len(header))]
-    # The header is this module's own text ("[1]: of datasheet"); the cells hold bundle data.
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
-    out += ["| " + " | ".join(inert(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
 def provenance_line(sourced: Sourced) -> str:
     """Device, source, date, torch (and its CUDA), gpulesson commit, on one line."""
     p = sourced.bundle.provenance
@@ -181,7 +174,9 @@ def comparison_to_markdown(comparison: Comparison) -> str:
     for i, other in enumerate(comparison.others, start=1):
         lines.append(f"- [{i}]: {inert(provenance_line(other))}")
     header, rows = comparison_rows(comparison)
-    return "\n".join(lines) + "\n\n" + _md_table(header, rows, right_from=2)
+    # The header is this module's own text ("[1]: of datasheet"); the cells hold bundle data.
+    table = markdown_table(header, rows, align="ll" + "r" * (len(header) - 2), inert_cells=True)
+    return "\n".join(lines) + "\n\n" + table
 
 
 # --- every bundle (the results page) -----------------------------------------------------
@@ -189,14 +184,23 @@ def comparison_to_markdown(comparison: Comparison) -> str:
 
 def bundles_markdown(bundles: Sequence[Sourced]) -> str:
     """The list of bundles, numbered as the tables' columns, reference and community apart."""
-    out = [
-        "| # | device | source | date (UTC) | torch | CUDA | driver | gpulesson commit | suite |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = (
+        "#",
+        "device",
+        "source",
+        "date (UTC)",
+        "torch",
+        "CUDA",
+        "driver",
+        "gpulesson commit",
+        "suite",
+    )
+    rows = []
     for i, s in enumerate(bundles, start=1):
         p = s.bundle.provenance
         suite = "--quick" if p.suite.quick else "full"
         cells = (
+            f"[{i}]",
             f"{inert(p.device_name)} ({inert(p.device_type)})",
             inert(s.source),
             inert(p.created_utc),
@@ -206,8 +210,8 @@ def bundles_markdown(bundles: Sequence[Sourced]) -> str:
             inert(p.gpulesson_commit or MISSING),
             suite,
         )
-        out.append(f"| [{i}] | " + " | ".join(cells) + " |")
-    return "\n".join(out)
+        rows.append(cells)
+    return markdown_table(header, rows, align="l" * len(header))
 
 
 def across_to_markdown(table: Across) -> str:
@@ -222,7 +226,8 @@ def across_to_markdown(table: Across) -> str:
         for cell in row.cells:
             line += [_value(cell, size), format_fraction(cell and cell.datasheet_fraction)]
         rows.append(line)
-    return _md_table(header, rows, right_from=2)
+    # The header is this module's own text ("[1] of datasheet"); the cells hold bundle data.
+    return markdown_table(header, rows, align="ll" + "r" * (len(header) - 2), inert_cells=True)
 
 
 # --- one bundle --------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from gpulesson.results.bundle import Bundle
 from gpulesson.results.compare import load_dir
 from gpulesson.site import facts, gpu_claims
 from gpulesson.site.results_pages import RESULTS_DIR
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 
 #: Display units: the bundle unit, what a reader reads, and the factor.
@@ -242,18 +243,20 @@ def table(spec: TableSpec, bundles: Iterable[Bundle] = (), *, limit: int = 10) -
 def table_markdown(t: Table) -> str:
     """One table's Markdown: the kinds line, one row per GPU, then how each is predicted."""
     head = f"**{inert(t.spec.title)}** · " if t.spec.title else ""
-    lines = [
-        f"{head}{kinds_line(t.rows)}",
-        "",
-        "| GPU | predicted | published | measured | measured / predicted |",
-        "|---|---|---|---|---|",
-    ]
+    cells = []
     for r in t.rows:
         measured, ratio = _measured(r, t.scale, t.unit)
-        lines.append(
-            f"| {inert(r.name)} | {inert(_predicted(r, t.scale))} | "
-            f"{_published(r, t.scale, t.unit)} | {inert(measured)} | {inert(ratio)} |"
+        cells.append(
+            (
+                inert(r.name),
+                inert(_predicted(r, t.scale)),
+                _published(r, t.scale, t.unit),
+                inert(measured),
+                inert(ratio),
+            )
         )
+    header = ("GPU", "predicted", "published", "measured", "measured / predicted")
+    lines = [f"{head}{kinds_line(t.rows)}", "", markdown_table(header, cells, align="lllll")]
     how = [
         f"    - {inert(r.name)}: {inert(r.predicted.model)}: {inert(r.predicted.arithmetic)}"
         for r in t.rows

@@ -29,6 +29,7 @@ from gpulesson.memory.capacity import CARDS_GB
 from gpulesson.memory.compute import MAX_PRICE_USD_PER_GPU_HOUR
 from gpulesson.memory.recipes import get_recipe
 from gpulesson.results.datasheets import example_rates
+from gpulesson.tables import markdown_table
 from gpulesson.timing.results import IllusionResult
 from gpulesson.timing.teaching import SOURCE_LAUNCH_S, TeachingTiming
 from gpulesson.units import GB
@@ -171,21 +172,25 @@ def race_markdown(table: RaceTable) -> str:
     >>> print(race_markdown(race_table((64,))).splitlines()[2])
     | 64 | 5.24e+05 | 10.5 | 10.1 | 1.04 | GPU |
     """
-    rows = [
-        "| n | FLOPs (2n³) | simulated CPU (µs) | simulated GPU (µs) | speedup (×) | winner |",
-        "|---:|---:|---:|---:|---:|---|",
-    ]
 
     def us(seconds: float) -> str:
         value = seconds * 1e6
         return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
-    for r in table.rows:
-        rows.append(
-            f"| {r.n} | {r.flops:.2e} | {us(r.cpu_s)} | {us(r.gpu_s)} | "
-            f"{r.speedup:.3g} | {r.winner} |"
-        )
-    rows += [
+    header = (
+        "n",
+        "FLOPs (2n³)",
+        "simulated CPU (µs)",
+        "simulated GPU (µs)",
+        "speedup (×)",
+        "winner",
+    )
+    cells = [
+        (str(r.n), f"{r.flops:.2e}", us(r.cpu_s), us(r.gpu_s), f"{r.speedup:.3g}", r.winner)
+        for r in table.rows
+    ]
+    rows = [
+        markdown_table(header, cells, align="rrrrrl"),
         "",
         f"With {table.launch_s * 1e6:g} µs of launch per GPU call, the simulated times are "
         f"equal at n ≈ {table.crossover_n:.0f}, and the GPU wins from n = "
@@ -280,16 +285,17 @@ def timing_markdown(readings: tuple[StopwatchReading, ...]) -> str:
     >>> print(timing_markdown(timing_lab_inputs().readings).splitlines()[2])
     | no | 0.01 | 500,000× |
     """
-    rows = [
-        "| closing `synchronize()` | stopwatch reads (ms) | speedup a reader would claim |",
-        "|---|---:|---:|",
-    ]
-    for r in readings:
-        rows.append(
-            f"| {'yes' if r.synchronized else 'no'} | {r.measured_s * 1e3:,.3g} | "
-            f"{r.claimed_speedup:,.0f}× |"
-        )
-    return "\n".join(rows)
+    return markdown_table(
+        ("closing `synchronize()`", "stopwatch reads (ms)", "speedup a reader would claim"),
+        [
+            (
+                "yes" if r.synchronized else "no",
+                f"{r.measured_s * 1e3:,.3g}",
+                f"{r.claimed_speedup:,.0f}×",
+            )
+            for r in readings
+        ],
+    )
 
 
 # --- Cloud cost calculator ----------------------------------------------------
@@ -441,19 +447,29 @@ def cost_markdown(
     >>> print(cost_markdown().splitlines()[2])
     | T4-class | 16 | 0.30 | 0.15 | 9.00 | 4.50 |
     """
-    rows = [
-        f"| card class (example) | memory (GB) | on-demand ($/h) | spot ($/h) "
-        f"| {runs} runs × {hours_per_run:g} h on demand ($) | same on spot ($) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    header = (
+        "card class (example)",
+        "memory (GB)",
+        "on-demand ($/h)",
+        "spot ($/h)",
+        f"{runs} runs × {hours_per_run:g} h on demand ($)",
+        "same on spot ($)",
+    )
+    rows = []
     for c in card_rates() if rates is None else rates:
         on = run_cost_usd(c.on_demand_usd_per_h, hours_per_run, runs)
         spot = run_cost_usd(c.spot_usd_per_h, hours_per_run, runs)
         rows.append(
-            f"| {c.card_class} | {c.vram_gb} | {c.on_demand_usd_per_h:.2f} | "
-            f"{c.spot_usd_per_h:.2f} | {on:.2f} | {spot:.2f} |"
+            (
+                c.card_class,
+                str(c.vram_gb),
+                f"{c.on_demand_usd_per_h:.2f}",
+                f"{c.spot_usd_per_h:.2f}",
+                f"{on:.2f}",
+                f"{spot:.2f}",
+            )
         )
-    return "\n".join(rows)
+    return markdown_table(header, rows)
 
 
 @dataclass(frozen=True)
@@ -507,10 +523,11 @@ def routes_markdown() -> str:
     >>> print(routes_markdown().splitlines()[0])
     | route | cost | setup | best for | watch out for |
     """
-    rows = ["| route | cost | setup | best for | watch out for |", "|---|---|---|---|---|"]
-    for r in routes():
-        rows.append(f"| {r.route} | {r.cost} | {r.setup} | {r.best_for} | {r.watch_out} |")
-    return "\n".join(rows)
+    return markdown_table(
+        ("route", "cost", "setup", "best for", "watch out for"),
+        [(r.route, r.cost, r.setup, r.best_for, r.watch_out) for r in routes()],
+        align="lllll",
+    )
 
 
 # --- Device-dispatch simulator ------------------------------------------------
@@ -574,17 +591,16 @@ def dispatch_markdown(lines: tuple[DispatchLine, ...] | None = None) -> str:
     >>> print(dispatch_markdown().splitlines()[3])
     | `print(torch.cuda.is_available())` | True | False | False |
     """
-    rows = [
-        "| line | NVIDIA workstation | Apple Silicon Mac | CPU-only laptop |",
-        "|---|---|---|---|",
-    ]
+    rows = []
     for line in dispatch_script() if lines is None else lines:
         cells = [
             f"**{o}**" if is_error(o) else o.replace("|", "\\|")
             for o in (line.nvidia, line.mac, line.cpu)
         ]
-        rows.append(f"| `{line.code}` | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+        rows.append([f"`{line.code}`", *cells])
+    return markdown_table(
+        ("line", "NVIDIA workstation", "Apple Silicon Mac", "CPU-only laptop"), rows, align="llll"
+    )
 
 
 def labs_data() -> dict:
@@ -742,13 +758,20 @@ def planner_markdown(results: tuple[PlannerResult, ...]) -> str:
     at most its size.
     """
     cards = [c.card_bytes for c in results[0].fits] if results else []
-    head = " | ".join(f"{c / 1e9:g} GB" for c in cards)
-    rows = [
-        "| case | peak phase | weights (GB) | master (GB) | optimizer state (GB) "
-        "| gradients (GB) | activations (GB) | temporaries (GB) | KV cache (GB) "
-        f"| peak (GB) | {head} |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---|" * len(cards),
+    header = [
+        "case",
+        "peak phase",
+        "weights (GB)",
+        "master (GB)",
+        "optimizer state (GB)",
+        "gradients (GB)",
+        "activations (GB)",
+        "temporaries (GB)",
+        "KV cache (GB)",
+        "peak (GB)",
+        *(f"{c / 1e9:g} GB" for c in cards),
     ]
+    rows = []
     for p in results:
         x = p.inputs
         label = f"{x.params / 1e9:g}B, {x.recipe}, batch {x.batch}×{x.sequence}"
@@ -764,10 +787,10 @@ def planner_markdown(results: tuple[PlannerResult, ...]) -> str:
             p.kv_cache_bytes,
             p.total_bytes,
         )
-        cells = " | ".join(f"{t / 1e9:.1f}" for t in terms)
-        verdicts = " | ".join("fits" if c.fits else "no" for c in p.fits)
-        rows.append(f"| {label} | {p.peak_phase} | {cells} | {verdicts} |")
-    return "\n".join(rows)
+        cells = [f"{t / 1e9:.1f}" for t in terms]
+        verdicts = ["fits" if c.fits else "no" for c in p.fits]
+        rows.append([label, p.peak_phase, *cells, *verdicts])
+    return markdown_table(header, rows, align="ll" + "r" * 8 + "l" * len(cards))
 
 
 def timing_lab_markdown(inputs: TimingLabInputs) -> str:

@@ -25,6 +25,7 @@ from gpulesson.site.notebooks import (
     read_lessons,
     repo_links,
 )
+from gpulesson.tables import markdown_table
 
 BADGE = "assets/colab-badge.svg"
 INDEX_MARKER = "<!-- notebooks-index -->"
@@ -127,7 +128,7 @@ def insert_after_title(markdown: str, block: str) -> str:
 
 def index_markdown(lessons: list[Lesson], page_url: str, files: Files, links: RepoLinks) -> str:
     """The Notebooks page's table: one row per lesson that has a notebook."""
-    rows = ["| lesson | notebook | run or download |", "|---|---|---|"]
+    rows = []
     for lesson in lessons:
         notebook = files.get_file_from_path(_notebook_src(lesson.slug))
         if notebook is None:
@@ -138,8 +139,8 @@ def index_markdown(lessons: list[Lesson], page_url: str, files: Files, links: Re
         # Only the badge and the download link: the middle column already links the page.
         cells = line.removeprefix('<p class="gl-notebook-links">').removesuffix("</p>")
         badge, _, download = cells.split(" · ")
-        rows.append(f"| {lesson_link} | {page_link} | {badge} {download} |")
-    return "\n".join(rows)
+        rows.append((lesson_link, page_link, f"{badge} {download}"))
+    return markdown_table(("lesson", "notebook", "run or download"), rows, align="lll")
 
 
 def _is_notebook(page: Any) -> bool:

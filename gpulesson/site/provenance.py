@@ -23,6 +23,7 @@ from typing import Any
 from gpulesson import __version__
 from gpulesson.probe import ProbeReport, probe
 from gpulesson.results.provenance import package_commit
+from gpulesson.tables import markdown_table
 from gpulesson.text import inert as markdown_text
 from gpulesson.units import format_gb, format_gib
 
@@ -147,6 +148,6 @@ def record_markdown(record: BuildRecord) -> str:
         ("Device memory (bytes)", f"{memory:,}" if memory else "unknown"),
         ("Built at (UTC)", record.built_at_utc),
     ]
-    lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {key} | {markdown_text(value)} |" for key, value in rows]
-    return "\n".join(lines)
+    return markdown_table(
+        ("field", "value"), [(key, markdown_text(value)) for key, value in rows], align="ll"
+    )
