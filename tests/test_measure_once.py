@@ -15,6 +15,7 @@ import re
 import pytest
 
 from tests.lesson_blocks import LESSONS, exec_blocks
+from tests.measuring import aliases, call_sites, definitions, measuring_functions
 
 #: Package functions that measure (time, trace, profile, track memory), besides every
 #: ``measure*`` name.
@@ -66,7 +67,10 @@ def measuring_calls(code: str) -> set[str]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             names = [node.func.id]
         found |= {n for n in names if _MEASURE_NAME.match(n) or n in MEASURING | CLOCKS}
-    return found
+    # and any package function that measures however deep, found from the source
+    tree = ast.parse(code)
+    sites = call_sites(tree, aliases(tree), "block", set(definitions(tree)))
+    return found | {name.rsplit(".", 1)[1] for _, name in sites if name in measuring_functions()}
 
 
 def _name(node: ast.expr) -> str:
@@ -96,6 +100,7 @@ def test_no_lesson_block_measures_for_itself():
         "from gpulesson.timing.bench import compare_devices\ncompare_devices('fp32')",
         "import torch\ntorch.cuda.synchronize()",
         "import torch\nwith torch.profiler.profile() as prof:\n    pass",
+        "from gpulesson.results.entries_device import run_stopwatch\nrun_stopwatch(context)",
     ],
 )
 def test_the_check_sees_a_measuring_call(code):

@@ -10,6 +10,7 @@ rebuilds exactly what the lesson's renderer takes, and that the rows make a vali
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 
 import pytest
@@ -276,6 +277,27 @@ def test_the_timing_blocks_render_the_builds_measurements_and_time_nothing(monke
     illusion = entries_device.illusion_from_measurements(stopwatch_rows)
     assert out.strip() == illusion_markdown(illusion)
     assert published["timing.cpu_inflation"] == pytest.approx(illusion.inflation)
+
+
+def test_the_timing_lab_animates_the_builds_stopwatch_rows_on_a_cuda_build(monkeypatch):
+    # It timed the illusion a second time itself on a CUDA build; now it reads the rows the
+    # illusion block above asked for (here CPU rows standing in for a GPU's) and times nothing.
+    monkeypatch.setitem(entries_device.PLANS, ("cpu", True), TINY)
+    monkeypatch.setattr(bench, "accelerator", lambda: "cuda")
+    rows = entries_device.run_stopwatch(Context(device=CPU, quick=True))
+    served = {
+        key.replace("cpu/", "cuda/"): data for key, data in _served("stopwatch", rows).items()
+    }
+    out, ran, published = _run_served("timing", "timing-lab", served)
+    assert ran == [] and published["_reads"] == ["measured:cuda/stopwatch"]
+    illusion = entries_device.illusion_from_measurements(rows)
+    measured = json.loads(html.unescape(out.split('data-measured="')[1].split('"')[0]))
+    assert measured["launch_s"] == illusion.naive.median_s
+    assert measured["kernel_s"] == pytest.approx(illusion.kernel_s)
+    assert measured["cpu_s"] == illusion.cpu.median_s
+    monkeypatch.setattr(bench, "accelerator", lambda: None)  # a CPU build: teaching figures
+    out, ran, published = _run_served("timing", "timing-lab", {})
+    assert ran == [] and published["_reads"] == [] and "data-measured" not in out
 
 
 def test_the_why_gpus_sweep_block_renders_the_builds_sweep(monkeypatch):

@@ -816,19 +816,6 @@ def timing_lab_markdown(inputs: TimingLabInputs) -> str:
     )
 
 
-def timing_lab_for_this_build() -> str:
-    """The timing lab with measured numbers on a CUDA build, teaching numbers elsewhere."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return timing_lab_markdown(timing_lab_inputs())
-    from gpulesson.timing.bench import async_illusion, plan_for
-
-    return timing_lab_markdown(
-        timing_lab_inputs(async_illusion(plan_for("cuda").illusion_n, "cuda"))
-    )
-
-
 def planner_cases() -> tuple[PlannerInputs, ...]:
     """The cases the planner's static table shows: the sources' three 7B recipes and levers.
 
