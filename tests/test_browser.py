@@ -19,7 +19,10 @@ from urllib.parse import urlparse
 
 import pytest
 
+from gpulesson.memory import cost, planner
 from gpulesson.site import labs
+from gpulesson.timing import race as race_sim
+from gpulesson.timing import teaching
 
 CHROMIUM = os.environ.get("CHROMIUM") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
@@ -183,11 +186,11 @@ def test_throughput_race_matches_the_package(site_url: str, watched):
     box = '.gl-lab[data-lab="race"]'
     # the CPU runs at the rate this build's sweep measured, which the page's table used too
     cpu_rate = float(page.get_attribute(box, "data-cpu-flop-per-s"))
-    assert cpu_rate != labs.TEACHING_CPU_FLOP_PER_S
+    assert cpu_rate != race_sim.TEACHING_CPU_FLOP_PER_S
     for log2n in ("3", "6", "9", "12.25"):
         page.fill(f'{box} input[type="range"]', log2n)
         n = int(_out(page, box, "n"))
-        expected = labs.race(n, cpu_flop_per_s=cpu_rate)
+        expected = race_sim.race(n, cpu_flop_per_s=cpu_rate)
         assert _out(page, box, "cpu") == pytest.approx(expected.cpu_s)
         assert _out(page, box, "gpu") == pytest.approx(expected.gpu_s)
     page.fill(f'{box} input[type="range"]', "4")  # n = 16: the launch outweighs the work
@@ -213,11 +216,11 @@ def test_cost_calculator_responds_and_matches_the_package(site_url: str, watched
     page.select_option(f"{box} select", "2")
     page.fill(f'{box} [data-in="hours"]', "4")
     page.fill(f'{box} [data-in="runs"]', "20")
-    rate = labs.card_rates()[2]
+    rate = cost.card_rates()[2]
     assert _out(page, box, "on-demand") == pytest.approx(
-        labs.run_cost_usd(rate.on_demand_usd_per_h, 4, 20)
+        cost.run_cost_usd(rate.on_demand_usd_per_h, 4, 20)
     )
-    assert _out(page, box, "spot") == pytest.approx(labs.run_cost_usd(rate.spot_usd_per_h, 4, 20))
+    assert _out(page, box, "spot") == pytest.approx(cost.run_cost_usd(rate.spot_usd_per_h, 4, 20))
     page.fill(f'{box} [data-in="on-rate"]', "2.5")
     assert _out(page, box, "on-demand") == pytest.approx(2.5 * 4 * 20)
 
@@ -249,7 +252,7 @@ def test_timing_lab_shows_the_illusion_and_the_honest_number(site_url: str, watc
         page.set_checked(f'{box} [data-in="sync"]', sync)
         page.get_by_role("button", name="Time the matmul").click()
         page.wait_for_selector(f'{box} [data-out="claim"][data-value]', timeout=5000)
-        expected = labs.stopwatch(sync)
+        expected = teaching.stopwatch(sync)
         assert _out(page, box, "stopwatch") == pytest.approx(expected.measured_s)
         assert _out(page, box, "claim") == pytest.approx(expected.claimed_speedup)
         page.evaluate(
@@ -353,7 +356,7 @@ PLANNER_OUTPUTS = (
 
 
 def test_planner_matches_gpulesson_budget(site_url: str, watched):
-    """The widget, driven like a reader, against labs.plan and budget.estimate on each input."""
+    """The widget, driven like a reader, against planner.plan and budget.estimate on each input."""
     from gpulesson.memory import budget
 
     page = watched.open(site_url + "lessons/budget/")
@@ -371,7 +374,7 @@ def test_planner_matches_gpulesson_budget(site_url: str, watched):
         for name, value in shape.items():
             page.fill(f'{box} [data-in="{name}"]', str(value))
         page.set_checked(f'{box} [data-in="checkpointing"]', ckpt)
-        x = labs.PlannerInputs(
+        x = planner.PlannerInputs(
             params=billions * 1e9,
             recipe=recipe,
             batch=batch,
@@ -380,7 +383,7 @@ def test_planner_matches_gpulesson_budget(site_url: str, watched):
             checkpointing="full" if ckpt else "none",
             **shape,
         )
-        want = labs.plan(x)
+        want = planner.plan(x)
         ref = budget.estimate(
             x.params,
             preset=recipe,

@@ -1,7 +1,7 @@
 """The budget's bounds: every count, the MFU, the price and the LoRA rank have a range.
 
 The API (``gpulesson.memory.budget.estimate``, ``compute.plan_training``,
-``site.labs.run_cost_usd``) raises ``ValueError`` naming the value, the limit and why;
+``memory.cost.run_cost_usd``) raises ``ValueError`` naming the value, the limit and why;
 ``gpulesson budget`` prints that as one line and exits 2; nothing it prints, at the
 largest values it accepts, is ``inf`` or ``nan``. The speed of the refusal is measured
 by ``tests/benchmarks/bench_budget_bounds.py``; here a subprocess only has to finish.
@@ -17,9 +17,8 @@ import sys
 
 import pytest
 
-from gpulesson.memory import budget, compute, shape
+from gpulesson.memory import budget, compute, cost, shape
 from gpulesson.memory.budget import TransformerShape
-from gpulesson.site import labs
 from tests.conftest import REPO
 
 CONFIG = ["--vocab", "50257", "--seq", "1024", "--hidden", "768", "--heads", "12"]
@@ -252,10 +251,10 @@ def test_a_small_rank_trains_fewer_parameters_than_the_model():
 )
 def test_run_cost_refuses_what_the_cost_lab_refuses(args, message):
     with pytest.raises(ValueError, match=message):
-        labs.run_cost_usd(*args)
+        cost.run_cost_usd(*args)
 
 
 def test_the_largest_cost_accepted_is_finite():
-    top = labs.COST_LIMITS
-    cost = labs.run_cost_usd(top["rate"].maximum, top["hours"].maximum, int(top["runs"].maximum))
-    assert cost == 1e11 and math.isfinite(cost)
+    top = cost.COST_LIMITS
+    usd = cost.run_cost_usd(top["rate"].maximum, top["hours"].maximum, int(top["runs"].maximum))
+    assert usd == 1e11 and math.isfinite(usd)

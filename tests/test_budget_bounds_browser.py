@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulesson.memory import shape
-from gpulesson.site import labs
+from gpulesson.memory import cost, shape
 
 CHROMIUM = os.environ.get("CHROMIUM") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
@@ -146,9 +145,9 @@ def test_planner_refuses_each_count_past_its_limit(site_url: str, page):
 
 def test_cost_lab_refuses_an_empty_or_huge_input_and_never_shows_infinity(site_url: str, page):
     _open(page, site_url + "lessons/where-to-run/", COST)
-    rate = labs.card_rates()[0]
+    rate = cost.card_rates()[0]
     assert float(_value(page, COST, "on-demand") or "nan") == pytest.approx(
-        labs.run_cost_usd(rate.on_demand_usd_per_h, 3, 10)
+        cost.run_cost_usd(rate.on_demand_usd_per_h, 3, 10)
     )
 
     page.fill(f'{COST} [data-in="on-rate"]', "")  # was read as $0

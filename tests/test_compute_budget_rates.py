@@ -8,6 +8,7 @@ from importlib import resources
 
 import pytest
 
+from gpulesson.memory import cost
 from gpulesson.results import datasheets
 from gpulesson.site import content, labs
 from tests.conftest import REPO
@@ -21,9 +22,9 @@ def test_the_cost_lab_shows_the_package_rates_with_their_source():
         (r.card_class, r.vram_gb, r.on_demand_usd_per_h, r.spot_usd_per_h) for r in rates.rates
     ] == [
         (r.card_class, r.vram_gb, r.on_demand_usd_per_h, r.spot_usd_per_h)
-        for r in labs.card_rates()
+        for r in cost.card_rates()
     ]
-    assert labs.rates_source() == rates.source
+    assert cost.rates_source() == rates.source
     assert "example" in rates.source
     data = json.loads(labs.to_json())["cost"]
     assert data["source"] == rates.source

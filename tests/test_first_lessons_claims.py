@@ -14,8 +14,8 @@ import shutil
 
 import pytest
 
+from gpulesson.memory.cost import card_rates
 from gpulesson.site import claims, facts, gpu_figures
-from gpulesson.site.labs import card_rates
 from tests.conftest import REPO
 from tests.lesson_blocks import built_page, page_blocks, run_claims_after, run_page
 

@@ -10,69 +10,82 @@ import subprocess
 import pytest
 import torch
 
-from gpulesson.memory import budget
+from gpulesson.course import budget as budget_course
+from gpulesson.course import timing as timing_course
+from gpulesson.course import where_to_run, why_gpus
+from gpulesson.memory import budget, cost, planner
 from gpulesson.memory.planner import planner_data
 from gpulesson.site import content, labs
 from gpulesson.site import labs_hook as site_labs
+from gpulesson.timing import race as race_sim
+from gpulesson.timing import teaching
 from tests.conftest import REPO
 
 
 def test_race_has_a_crossover_where_the_gpu_starts_to_win():
-    results = [labs.race(n) for n in labs.RACE_SIZES]
+    results = [race_sim.race(n) for n in race_sim.RACE_SIZES]
     winners = [r.speedup > 1 for r in results]
     assert winners[0] is False and winners[-1] is True
     assert winners == sorted(winners)  # once the GPU wins it keeps winning
-    assert labs.race(2 * 1024).flops == 8 * labs.race(1024).flops
+    assert race_sim.race(2 * 1024).flops == 8 * race_sim.race(1024).flops
 
 
 def test_race_pays_a_microsecond_launch_not_the_sources_5_ms():
-    assert 1e-6 <= labs.TEACHING_LAUNCH_S <= 1e-5
-    assert labs.race(8).gpu_s == pytest.approx(labs.TEACHING_LAUNCH_S, rel=0.01)
+    assert 1e-6 <= race_sim.TEACHING_LAUNCH_S <= 1e-5
+    assert race_sim.race(8).gpu_s == pytest.approx(race_sim.TEACHING_LAUNCH_S, rel=0.01)
     # With 5 ms the GPU lost up to n=256; with a microsecond launch it wins long before.
-    assert labs.race(256).winner == "GPU"
-    assert labs.race(256, launch_s=5e-3).winner == "CPU"
+    assert race_sim.race(256).winner == "GPU"
+    assert race_sim.race(256, launch_s=5e-3).winner == "CPU"
 
 
 def test_race_crossover_is_where_both_times_are_equal():
-    n = labs.race_crossover_n()
+    n = race_sim.race_crossover_n()
     flops = 2 * n**3
-    cpu_s = flops / labs.TEACHING_CPU_FLOP_PER_S
-    gpu_s = labs.TEACHING_LAUNCH_S + flops / labs.TEACHING_GPU_FLOP_PER_S
+    cpu_s = flops / race_sim.TEACHING_CPU_FLOP_PER_S
+    gpu_s = race_sim.TEACHING_LAUNCH_S + flops / race_sim.TEACHING_GPU_FLOP_PER_S
     assert cpu_s == pytest.approx(gpu_s)
-    assert labs.race(int(n)).winner == "CPU" and labs.race(int(n) + 1).winner == "GPU"
-    table = labs.race_table()
+    assert race_sim.race(int(n)).winner == "CPU" and race_sim.race(int(n) + 1).winner == "GPU"
+    table = race_sim.race_table()
     assert table.first_gpu_win_n == min(r.n for r in table.rows if r.n > n)
-    text = labs.race_markdown(table)
+    text = why_gpus.race_markdown(table)
     assert f"GPU wins from n = {table.first_gpu_win_n} on" in text
     assert f"n ≈ {table.crossover_n:.0f}," in text
 
 
 def test_race_rejects_a_bad_size():
     with pytest.raises(ValueError, match="n=0"):
-        labs.race(0)
+        race_sim.race(0)
 
 
 def test_stopwatch_teaching_ratios_follow_the_cited_launch():
-    naive, honest = labs.stopwatch(False), labs.stopwatch(True)
-    assert naive.measured_s == pytest.approx(labs.TEACHING.launch_s)
-    assert honest.measured_s == pytest.approx(labs.TEACHING.kernel_s + labs.TEACHING.launch_s)
-    assert naive.claimed_speedup == pytest.approx(labs.TEACHING.cpu_s / labs.TEACHING.launch_s)
-    assert naive.claimed_speedup / honest.claimed_speedup == pytest.approx(labs.TEACHING.illusion)
-    assert "| no | 0.01 | 500,000× |" in labs.timing_markdown(labs.timing_lab_inputs().readings)
+    naive, honest = teaching.stopwatch(False), teaching.stopwatch(True)
+    assert naive.measured_s == pytest.approx(teaching.TEACHING.launch_s)
+    assert honest.measured_s == pytest.approx(
+        teaching.TEACHING.kernel_s + teaching.TEACHING.launch_s
+    )
+    assert naive.claimed_speedup == pytest.approx(
+        teaching.TEACHING.cpu_s / teaching.TEACHING.launch_s
+    )
+    assert naive.claimed_speedup / honest.claimed_speedup == pytest.approx(
+        teaching.TEACHING.illusion
+    )
+    assert "| no | 0.01 | 500,000× |" in timing_course.timing_markdown(
+        teaching.timing_lab_inputs().readings
+    )
 
 
 def test_cost_is_rate_times_hours_times_runs():
-    assert labs.run_cost_usd(1.60, 4, 20) == pytest.approx(128.0)
+    assert cost.run_cost_usd(1.60, 4, 20) == pytest.approx(128.0)
     with pytest.raises(ValueError, match="runs=0"):
-        labs.run_cost_usd(1.0, 1, 0)
-    table = labs.cost_markdown(hours_per_run=4, runs=20)
+        cost.run_cost_usd(1.0, 1, 0)
+    table = where_to_run.cost_markdown(hours_per_run=4, runs=20)
     assert "| A100 80 GB-class | 80 | 1.60 | 0.80 | 128.00 | 64.00 |" in table
 
 
 def test_routes_price_range_follows_the_rates():
     rented = labs.routes()[2]
     assert "0.15" in rented.cost and "1.60" in rented.cost
-    cheap = labs.CardRate(card_class="x", vram_gb=8, on_demand_usd_per_h=0.9, spot_usd_per_h=0.05)
+    cheap = cost.CardRate(card_class="x", vram_gb=8, on_demand_usd_per_h=0.9, spot_usd_per_h=0.05)
     assert labs.routes((cheap,))[2].cost == "≈ $0.05–0.90/h (example rates)"
     assert labs.routes((cheap,))[0] == labs.routes()[0]  # the others name no rate
 
@@ -96,13 +109,15 @@ def test_cpu_laptop_column_matches_what_this_cpu_torch_does():
 
 def test_labs_json_has_what_the_script_reads():
     data = json.loads(labs.to_json())
-    assert data["race"]["launch_s"] == labs.TEACHING_LAUNCH_S
-    assert data["timing"]["launch_s"] == labs.TEACHING.launch_s < data["timing"]["source_launch_s"]
+    assert data["race"]["launch_s"] == race_sim.TEACHING_LAUNCH_S
+    assert (
+        data["timing"]["launch_s"] == teaching.TEACHING.launch_s < data["timing"]["source_launch_s"]
+    )
     assert len(data["dispatch"]["lines"]) == len(labs.dispatch_script())
     assert {"nvidia", "mac", "cpu"} == {m["key"] for m in data["dispatch"]["machines"]}
     assert "example" in data["cost"]["source"]
     assert [r["card_class"] for r in data["cost"]["rates"]] == [
-        r.card_class for r in labs.card_rates()
+        r.card_class for r in cost.card_rates()
     ]
     for line in data["dispatch"]["lines"]:  # the script reads the error rule, not its own copy
         assert line["errors"] == {k: labs.is_error(line[k]) for k in labs.MACHINE_KEYS}
@@ -160,21 +175,21 @@ def test_timing_lab_uses_measured_numbers_when_given():
         return MatmulResult(device=device, dtype="fp32", n=4096, threads=2, samples_s=(median_s,))
 
     illusion = IllusionResult(honest=result(0.05), naive=result(0.0001), cpu=result(2.0, "cpu"))
-    inputs = labs.timing_lab_inputs(illusion)
+    inputs = teaching.timing_lab_inputs(illusion)
     assert inputs.measured and inputs.kernel_s == pytest.approx(0.0499)
-    text = labs.timing_lab_markdown(inputs)
+    text = timing_course.timing_lab_markdown(inputs)
     assert "data-measured=" in text and "&quot;kernel_s&quot;" in text
     assert "| no | 0.1 | 20,000× |" in text and "| yes | 50 | 40× |" in text
 
 
 PLANNER_CASES = [
-    labs.PlannerInputs(params=7e9, recipe=recipe, batch=2, sequence=1024)
+    planner.PlannerInputs(params=7e9, recipe=recipe, batch=2, sequence=1024)
     for recipe in ("amp", "bf16", "fp16-fp32-grads", "mixed-fp32-master", "bf16-pure", "sgd")
 ] + [
-    labs.PlannerInputs(params=7e9, recipe="qlora", sequence=2048, checkpointing="full"),
-    labs.PlannerInputs(params=7e9, recipe="lora", trainable_fraction=0.01, attention="eager"),
-    labs.PlannerInputs(params=13e9, recipe="infer-fp16", batch=4, sequence=4096),
-    labs.PlannerInputs(
+    planner.PlannerInputs(params=7e9, recipe="qlora", sequence=2048, checkpointing="full"),
+    planner.PlannerInputs(params=7e9, recipe="lora", trainable_fraction=0.01, attention="eager"),
+    planner.PlannerInputs(params=13e9, recipe="infer-fp16", batch=4, sequence=4096),
+    planner.PlannerInputs(
         params=124e6, recipe="fp32", vocab=50257, hidden=768, heads=12, layers=12, batch=16
     ),
 ]
@@ -182,7 +197,7 @@ PLANNER_CASES = [
 
 @pytest.mark.parametrize("x", PLANNER_CASES, ids=lambda x: x.recipe)
 def test_planner_bar_is_what_budget_estimate_holds_at_the_peak(x):
-    p = labs.plan(x)
+    p = planner.plan(x)
     shape = budget.TransformerShape(
         vocab=x.vocab,
         seq=x.sequence,
@@ -218,7 +233,7 @@ def test_planner_bar_is_what_budget_estimate_holds_at_the_peak(x):
 def test_planner_reproduces_the_7b_bills_at_the_optimizer_step():
     one_token = {"batch": 1, "sequence": 1}  # activations negligible: the optimizer step peaks
     plans = [
-        labs.plan(labs.PlannerInputs(params=7e9, recipe=r, **one_token))
+        planner.plan(planner.PlannerInputs(params=7e9, recipe=r, **one_token))
         for r in ("bf16", "fp16-fp32-grads", "mixed-fp32-master", "amp")
     ]
     assert {p.peak_phase for p in plans} == {"optimizer step"}
@@ -231,12 +246,12 @@ def test_planner_reproduces_the_7b_bills_at_the_optimizer_step():
 
 def test_planner_rejects_unknown_recipe():
     with pytest.raises(ValueError, match="unknown preset 'nope'"):
-        labs.plan(labs.PlannerInputs(params=7e9, recipe="nope"))
+        planner.plan(planner.PlannerInputs(params=7e9, recipe="nope"))
 
 
 def test_planner_table_shows_every_case_with_its_peak_phase():
-    results = tuple(labs.plan(x) for x in labs.planner_cases())
-    table = labs.planner_markdown(results)
+    results = tuple(planner.plan(x) for x in planner.planner_cases())
+    table = budget_course.planner_markdown(results)
     assert table.count("\n") == len(results) + 1
     assert "| 7B, amp, batch 1×512 | optimizer step | 28.0 |" in table
     assert "| 80 GB |" in table.splitlines()[0]
@@ -254,7 +269,7 @@ process.stdout.write(JSON.stringify(input.cases.map((x) => window.glLabs.plan(in
 """
 
 
-def _grid() -> list[labs.PlannerInputs]:
+def _grid() -> list[planner.PlannerInputs]:
     """Every recipe on a spread of models and micro-batches (a fixed pseudo-random grid)."""
     import random
 
@@ -264,7 +279,7 @@ def _grid() -> list[labs.PlannerInputs]:
         for _ in range(10):
             hidden, heads = rng.choice([(768, 12), (2048, 16), (4096, 32), (64, 1)])
             cases.append(
-                labs.PlannerInputs(
+                planner.PlannerInputs(
                     params=rng.choice([0.1, 0.5, 1.5, 7, 13, 70]) * 1e9,
                     recipe=recipe,
                     batch=rng.choice([1, 2, 8, 16]),
@@ -283,7 +298,7 @@ def _grid() -> list[labs.PlannerInputs]:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js to run labs.js")
 def test_planner_script_evaluates_the_tables_exactly_as_estimate(tmp_path):
-    """labs.js's plan(), run by Node on planner.json, against labs.plan (estimate) on 130 inputs."""
+    """labs.js's plan(), run by Node on planner.json, against plan() (estimate) on 130 inputs."""
     script = tmp_path / "plan.js"
     script.write_text(_NODE_PLAN)
     cases = _grid()
@@ -318,7 +333,7 @@ def test_planner_script_evaluates_the_tables_exactly_as_estimate(tmp_path):
     assert result.returncode == 0, result.stderr
     for x, js in zip(cases, json.loads(result.stdout), strict=True):
         adapters = data["recipes"][x.recipe]["adapters"]
-        p = labs.plan(x if adapters else dataclasses.replace(x, trainable_fraction=None))
+        p = planner.plan(x if adapters else dataclasses.replace(x, trainable_fraction=None))
         python = {
             "phase": p.peak_phase,
             "weights": p.weights_bytes,
@@ -368,11 +383,11 @@ def test_labs_json_carries_the_cost_limits_run_cost_checks():
     from gpulesson.memory import compute
 
     limits = json.loads(labs.to_json())["cost"]["limits"]
-    assert limits == labs.cost_limits_data()
+    assert limits == cost.cost_limits_data()
     assert limits["rate"]["maximum"] == compute.MAX_PRICE_USD_PER_GPU_HOUR  # budget's bound
     assert limits["hours"]["above"] and limits["runs"]["whole"]
     with pytest.raises(ValueError, match="too large"):
-        labs.run_cost_usd(1.0, limits["hours"]["maximum"] * 2, 1)
+        cost.run_cost_usd(1.0, limits["hours"]["maximum"] * 2, 1)
 
 
 _NODE_REFUSE = """
@@ -434,11 +449,11 @@ def test_planner_script_refuses_a_count_past_its_limit_at_once(tmp_path):
 
 
 def test_the_race_runs_its_cpu_at_the_rate_the_page_measured():
-    slow, fast = labs.race_table(cpu_flop_per_s=5e10), labs.race_table(cpu_flop_per_s=4e11)
+    slow, fast = race_sim.race_table(cpu_flop_per_s=5e10), race_sim.race_table(cpu_flop_per_s=4e11)
     assert fast.crossover_n > slow.crossover_n  # a faster CPU holds out to larger matrices
     assert fast.rows[-1].cpu_s == pytest.approx(2 * 8192**3 / 4e11)
-    html = labs.race_lab_html(fast)
+    html = why_gpus.race_lab_html(fast)
     assert 'data-lab="race"' in html and 'data-cpu-flop-per-s="400000000000.0"' in html
     for bad in (0.0, -1.0, float("inf"), float("nan"), 1e15):
         with pytest.raises(ValueError, match="cpu_flop_per_s"):
-            labs.race_table(cpu_flop_per_s=bad)
+            race_sim.race_table(cpu_flop_per_s=bad)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulesson.site import content, labs, quizzes
+from gpulesson.memory import cost
+from gpulesson.site import content, quizzes
 from gpulesson.site.quiz_values import SWEEP_BILL_FACTS, gb_gib_readings, sweep_bill
 from tests.conftest import REPO
 
@@ -46,7 +47,7 @@ def test_sweep_bill_is_rate_times_hours_times_runs():
 
 def test_sweep_bill_options_differ_for_every_example_rate():
     content.load(REPO / "docs")
-    for r in labs.card_rates():
+    for r in cost.card_rates():
         bill = sweep_bill(_bill_facts(r.spot_usd_per_h, r.on_demand_usd_per_h))
         options = [bill["spot"], bill["on_demand"], bill["one_run"], bill["no_hours"]]
         assert len(set(options)) == 4, (r, options)

@@ -177,7 +177,7 @@
     var select = el("select", { "data-in": "card" }, d.rates.map(function (r, i) {
       return el("option", { value: String(i), text: r.card_class + " · " + r.vram_gb + " GB" });
     }));
-    /* The ranges come from labs.json (gpulesson.site.labs.COST_LIMITS, which
+    /* The ranges come from labs.json (gpulesson.memory.cost.COST_LIMITS, which
        run_cost_usd enforces too): an empty, invalid or out-of-range input is refused,
        never read as $0, and no cost is ever Infinity or NaN. */
     var lim = d.limits;

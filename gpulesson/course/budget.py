@@ -1,7 +1,7 @@
 """The lesson ``budget.md``: its renderers and texts.
 
-Its pictures and tables: recipes, trade-offs, ledgers, levers, accumulation, inference and
-the KV cache.
+Its pictures and tables: recipes, trade-offs, ledgers, levers, accumulation, inference,
+the KV cache and the VRAM planner's cases.
 
 Renderers take the frozen results of the topic packages and return Markdown, HTML or chart
 markup; nothing here measures. See :mod:`gpulesson.course`.
@@ -10,6 +10,7 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 from __future__ import annotations
 
 from gpulesson.memory.budget import Budget, LeverTable, LogitsTensor
+from gpulesson.memory.planner import PlannerResult
 from gpulesson.memory.recipes import Recipe
 from gpulesson.tables import markdown_table
 from gpulesson.units import GB, GIB
@@ -201,3 +202,46 @@ def kv_cache_markdown(budgets: dict[str, Budget]) -> str:
         )
     header = ("attention", "KV heads / heads", "context (tokens)", "batch", "KV cache (GiB)")
     return markdown_table(header, rows)
+
+
+def planner_markdown(results: tuple[PlannerResult, ...]) -> str:
+    """The planner's numbers for a few cases, as the table shown without JavaScript.
+
+    Columns are in GB (10**9 bytes): what is alive at the step's peak, then the
+    peak; a card fits when the peak plus the CUDA context and allocator slack is
+    at most its size.
+    """
+    cards = [c.card_bytes for c in results[0].fits] if results else []
+    header = [
+        "case",
+        "peak phase",
+        "weights (GB)",
+        "master (GB)",
+        "optimizer state (GB)",
+        "gradients (GB)",
+        "activations (GB)",
+        "temporaries (GB)",
+        "KV cache (GB)",
+        "peak (GB)",
+        *(f"{c / 1e9:g} GB" for c in cards),
+    ]
+    rows = []
+    for p in results:
+        x = p.inputs
+        label = f"{x.params / 1e9:g}B, {x.recipe}, batch {x.batch}×{x.sequence}"
+        if x.checkpointing == "full":
+            label += ", checkpointed"
+        terms = (
+            p.weights_bytes,
+            p.master_bytes,
+            p.optimizer_bytes,
+            p.gradients_bytes,
+            p.activations_bytes,
+            p.temporaries_bytes,
+            p.kv_cache_bytes,
+            p.total_bytes,
+        )
+        cells = [f"{t / 1e9:.1f}" for t in terms]
+        verdicts = ["fits" if c.fits else "no" for c in p.fits]
+        rows.append([label, p.peak_phase, *cells, *verdicts])
+    return markdown_table(header, rows, align="ll" + "r" * 8 + "l" * len(cards))

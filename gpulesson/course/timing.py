@@ -1,13 +1,16 @@
 """The lesson ``timing.md``: its renderers and texts.
 
 Its pictures and tables: the corrected launch figure, the launch cost and the async
-illusion.
+illusion, and the timing lab's table.
 
 Renderers take the frozen results of the topic packages and return Markdown, HTML or chart
 markup; nothing here measures. See :mod:`gpulesson.course`.
 """
 
 from __future__ import annotations
+
+import html
+import json
 
 from gpulesson.course.why_gpus import NO_CUDA_TEXT, _sci, _warnings
 from gpulesson.tables import markdown_table
@@ -20,6 +23,8 @@ from gpulesson.timing.teaching import (
     EAGER_LAUNCH_S_RANGE,
     SOURCE_LAUNCH_S,
     LaunchCorrection,
+    StopwatchReading,
+    TimingLabInputs,
     peak_kernel_s,
 )
 
@@ -218,3 +223,50 @@ def launch_markdown(r: LaunchOverhead) -> str:
         lines.append(sentence)
     lines += _warnings(timings)
     return "\n".join(lines)
+
+
+# --- the timing lab: toggle the closing barrier ------------------------------------
+
+
+def timing_markdown(readings: tuple[StopwatchReading, ...]) -> str:
+    """Stopwatch readings as a table.
+
+    >>> from gpulesson.timing.teaching import timing_lab_inputs
+    >>> print(timing_markdown(timing_lab_inputs().readings).splitlines()[2])
+    | no | 0.01 | 500,000× |
+    """
+    return markdown_table(
+        ("closing `synchronize()`", "stopwatch reads (ms)", "speedup a reader would claim"),
+        [
+            (
+                "yes" if r.synchronized else "no",
+                f"{r.measured_s * 1e3:,.3g}",
+                f"{r.claimed_speedup:,.0f}×",
+            )
+            for r in readings
+        ],
+    )
+
+
+def timing_lab_markdown(inputs: TimingLabInputs) -> str:
+    """The timing lab's container and its static table (measured inputs travel to the script).
+
+    >>> from gpulesson.timing.teaching import timing_lab_inputs
+    >>> print(timing_lab_markdown(timing_lab_inputs()).splitlines()[0])
+    <div class="gl-lab" data-lab="timing"></div>
+    """
+    table = timing_markdown(inputs.readings)
+    if not inputs.measured:
+        return '<div class="gl-lab" data-lab="timing"></div>\n\n' + table
+    data = {
+        "cpu_s": inputs.cpu_s,
+        "launch_s": inputs.launch_s,
+        "kernel_s": inputs.kernel_s,
+        "label": inputs.label,
+    }
+    attr = html.escape(json.dumps(data), quote=True)
+    return (
+        f'<div class="gl-lab" data-lab="timing" data-measured="{attr}"></div>\n\n'
+        + f"Measured on this build's GPU ({inputs.label}):\n\n"
+        + table
+    )

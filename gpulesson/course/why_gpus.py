@@ -1,7 +1,7 @@
 """The lesson ``why-gpus.md``: its renderers and texts.
 
 Its pictures and tables: the matmul sweep (table and chart), the FLOP count, the CPU peak
-model and the GPUs' datasheet peaks.
+model, the GPUs' datasheet peaks and the throughput race (a teaching simulation).
 
 Renderers take the frozen results of the topic packages and return Markdown, HTML or chart
 markup; nothing here measures. See :mod:`gpulesson.course`.
@@ -23,12 +23,14 @@ from gpulesson.tables import markdown_table
 from gpulesson.text import inert
 from gpulesson.timing import charts
 from gpulesson.timing.peak import FLOPS_PER_FMA_LANE, FMA_UNIT_BOUNDS, CpuRoof
+from gpulesson.timing.race import RaceTable
 from gpulesson.timing.results import (
     FlopCount,
     MatmulResult,
     Spread,
     SweepComparison,
 )
+from gpulesson.timing.teaching import SOURCE_LAUNCH_S
 
 if TYPE_CHECKING:
     from gpulesson.results.bundle import Measurement
@@ -338,3 +340,57 @@ def gpu_peaks_markdown(
         )
         lines.append(f"Datasheet: {_sources(sheet)}.{note}")
     return "\n".join(lines)
+
+
+# --- the throughput race (a teaching simulation) ------------------------------------
+
+
+def race_lab_html(table: RaceTable) -> str:
+    """The race lab's container, carrying the CPU rate the table above it used.
+
+    >>> from gpulesson.timing.race import race_table
+    >>> race_lab_html(race_table((64,), cpu_flop_per_s=1.5e11))
+    '<div class="gl-lab" data-lab="race" data-cpu-flop-per-s="150000000000.0"></div>'
+    """
+    return (
+        f'<div class="gl-lab" data-lab="race" '
+        f'data-cpu-flop-per-s="{float(table.cpu_flop_per_s)!r}"></div>'
+    )
+
+
+def race_markdown(table: RaceTable) -> str:
+    """The race as a Markdown table (teaching simulation), with the computed crossover.
+
+    >>> from gpulesson.timing.race import race_table
+    >>> print(race_markdown(race_table((64,))).splitlines()[2])
+    | 64 | 5.24e+05 | 10.5 | 10.1 | 1.04 | GPU |
+    """
+
+    def us(seconds: float) -> str:
+        value = seconds * 1e6
+        return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+    header = (
+        "n",
+        "FLOPs (2n³)",
+        "simulated CPU (µs)",
+        "simulated GPU (µs)",
+        "speedup (×)",
+        "winner",
+    )
+    cells = [
+        (str(r.n), f"{r.flops:.2e}", us(r.cpu_s), us(r.gpu_s), f"{r.speedup:.3g}", r.winner)
+        for r in table.rows
+    ]
+    rows = [
+        markdown_table(header, cells, align="rrrrrl"),
+        "",
+        f"With {table.launch_s * 1e6:g} µs of launch per GPU call, the simulated times are "
+        f"equal at n ≈ {table.crossover_n:.0f}, and the GPU wins from n = "
+        f"{table.first_gpu_win_n} on in this table. With the source lesson's "
+        f"{SOURCE_LAUNCH_S * 1e3:g} ms launch the crossover would sit at n ≈ "
+        f"{table.source_crossover_n:.0f}: a launch cost {SOURCE_LAUNCH_S / table.launch_s:,.0f} "
+        f"times too large moves it {table.source_crossover_n / table.crossover_n:.0f} times too "
+        "far, because the work grows as n³.",
+    ]
+    return "\n".join(rows)

@@ -1,4 +1,8 @@
-"""The VRAM planner's data: the estimate's coefficient tables as JSON for the browser.
+"""The VRAM planner: its numbers for one input, and the estimate's tables as JSON for the browser.
+
+:func:`plan` is what the planner shows for one :class:`PlannerInputs` (the estimate, alive
+at the step's peak, and which cards it fits); the lesson "Budget" renders a few cases
+(:func:`gpulesson.course.budget.planner_markdown`).
 
 The planner widget (``docs/javascripts/labs.js``) evaluates what
 :func:`planner_data` exports, the recipes' bytes per parameter and the term and
@@ -24,6 +28,8 @@ from gpulesson.memory.budget import (
     HEADROOM,
     MODEL_PARALLEL_SHARDED,
     ZERO_SHARDED,
+    estimate,
+    fits,
 )
 from gpulesson.memory.capacity import CARDS_GB
 from gpulesson.memory.parallel import ALL_REDUCES_PER_LAYER
@@ -32,6 +38,7 @@ from gpulesson.memory.recipes import (
     DTYPE_BYTES,
     OPTIMIZER_STATES,
     PRESETS,
+    get_recipe,
     state_bytes,
 )
 from gpulesson.memory.shape import TransformerShape, limits_data
@@ -265,3 +272,133 @@ def planner_data(accuracy: dict[str, Any] | None = None) -> dict[str, Any]:
         "accuracy": accuracy,
         **tables_data(),
     }
+
+
+# --- the planner's numbers for one input, as the widget computes them --------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerInputs:
+    """What the planner widget asks for: a model, a recipe and one micro-batch on one GPU.
+
+    ``checkpointing`` is 'none' or 'full', ``attention`` 'sdpa' or 'eager';
+    ``trainable_fraction`` applies to the LoRA and QLoRA recipes only.
+    """
+
+    params: float
+    recipe: str
+    optimizer: str | None = None
+    batch: int = 1
+    sequence: int = 2048
+    hidden: int = 4096
+    heads: int = 32
+    layers: int = 32
+    vocab: int = 32000
+    attention: str = "sdpa"
+    checkpointing: str = "none"
+    trainable_fraction: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CardFit:
+    """Whether the run fits one card, with the headroom rule applied."""
+
+    card_bytes: int
+    fits: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerResult:
+    """The planner's stacked bar: what is alive at the step's peak, by consumer, in bytes.
+
+    The consumers sum to ``total_bytes`` (the peak of ``peak_phase``);
+    ``needed_bytes`` adds the CUDA context and allocator slack.
+    """
+
+    inputs: PlannerInputs
+    peak_phase: str
+    weights_bytes: int
+    master_bytes: int
+    optimizer_bytes: int
+    gradients_bytes: int
+    activations_bytes: int
+    temporaries_bytes: int
+    kv_cache_bytes: int
+    total_bytes: int
+    needed_bytes: int
+    fits: tuple[CardFit, ...]
+
+
+def plan(x: PlannerInputs) -> PlannerResult:
+    """The planner's numbers for ``x``: :func:`gpulesson.memory.budget.estimate`, alive at the peak.
+
+    The widget computes the same from ``planner.json`` (the estimate's own
+    coefficient tables); the browser test compares both on many inputs.
+
+    >>> r = plan(PlannerInputs(params=7e9, recipe="bf16", batch=1, sequence=512))
+    >>> r.peak_phase, r.weights_bytes, [c.fits for c in r.fits]
+    ('optimizer step', 14000000000, [False, False, False, False, False])
+    """
+    recipe = get_recipe(x.recipe)
+    shape = TransformerShape(
+        vocab=x.vocab,
+        seq=x.sequence,
+        hidden=x.hidden,
+        heads=x.heads,
+        layers=x.layers,
+        batch=x.batch,
+    )
+    budget = estimate(
+        x.params,
+        preset=x.recipe,
+        shape=shape,
+        optimizer=None if recipe.inference else x.optimizer,
+        attention=x.attention,
+        checkpointing=x.checkpointing,
+        trainable_fraction=x.trainable_fraction if recipe.adapters else None,
+    )
+    alive = next(p for p in budget.phases if p.name == budget.peak_phase).alive_bytes
+    return PlannerResult(
+        inputs=x,
+        peak_phase=budget.peak_phase,
+        weights_bytes=alive.get("weights", 0),
+        master_bytes=alive.get("master weights", 0),
+        optimizer_bytes=alive.get("optimizer state", 0),
+        gradients_bytes=alive.get("gradients", 0),
+        activations_bytes=alive.get("activations", 0),
+        temporaries_bytes=alive.get("temporaries", 0),
+        kv_cache_bytes=alive.get("KV cache", 0),
+        total_bytes=budget.total_bytes,
+        needed_bytes=budget.with_headroom_bytes,
+        fits=tuple(CardFit(card_bytes=c * GB, fits=fits(budget, c * GB).fits) for c in CARDS_GB),
+    )
+
+
+def planner_cases() -> tuple[PlannerInputs, ...]:
+    """The cases the planner's static table shows: the sources' three 7B recipes and levers.
+
+    Shaped like a 7B model (vocabulary 32,000, hidden 4,096, 32 heads, 32 layers);
+    the 1.5B case like GPT-2 XL (vocabulary 50,257, hidden 1,600, 25 heads, 48 layers).
+
+    >>> [c.recipe for c in planner_cases()][:4]
+    ['amp', 'bf16', 'fp16-fp32-grads', 'mixed-fp32-master']
+    """
+    return (
+        PlannerInputs(params=7e9, recipe="amp", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="bf16", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="fp16-fp32-grads", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="mixed-fp32-master", batch=1, sequence=512),
+        PlannerInputs(params=7e9, recipe="bf16", batch=8, sequence=2048),
+        PlannerInputs(params=7e9, recipe="bf16", batch=8, sequence=2048, checkpointing="full"),
+        PlannerInputs(params=7e9, recipe="qlora", batch=1, sequence=2048),
+        PlannerInputs(
+            params=1.5e9,
+            recipe="fp16-fp32-grads",
+            batch=1,
+            sequence=512,
+            vocab=50257,
+            hidden=1600,
+            heads=25,
+            layers=48,
+        ),
+    )

@@ -44,15 +44,9 @@ from typing import Any
 import yaml
 
 from gpulesson import schema_check
+from gpulesson.memory.cost import card_rates
 from gpulesson.site.glossary import Term
-from gpulesson.site.labs import (
-    MACHINE_KEYS,
-    DispatchLine,
-    Machine,
-    Route,
-    card_rates,
-    fill_route_cost,
-)
+from gpulesson.site.labs import MACHINE_KEYS, DispatchLine, Machine, Route, fill_route_cost
 from gpulesson.site.quizzes import Option, Question, executed_block_ids, resolve_values
 from gpulesson.text import markup_hazard
 

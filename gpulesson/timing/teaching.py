@@ -14,7 +14,8 @@ the cited range, ``EAGER_LAUNCH_S_RANGE``, or a launch measured on the build's G
 
 Shown on a page only under a "teaching estimate" label with their arithmetic beside
 them (``gpulesson.course.timing.launch_correction_markdown``). Used by the lesson
-``timing.md`` and by the throughput race and timing lab (``gpulesson.site.labs``).
+``timing.md``, by the throughput race (:mod:`gpulesson.timing.race`) and by the timing lab
+(:func:`timing_lab_inputs`, :func:`stopwatch`).
 
 >>> round(TeachingTiming(launch_s=SOURCE_LAUNCH_S).naive_speedup)
 1000
@@ -29,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpulesson.results import datasheets
+from gpulesson.timing.results import IllusionResult
 
 # The source lesson's launch figure, quoted only to be corrected.
 SOURCE_LAUNCH_S = 5e-3
@@ -194,3 +196,84 @@ def launch_correction(
         source=example(SOURCE_LAUNCH_S),
         corrected=tuple(example(s) for s in sorted(EAGER_LAUNCH_S_RANGE, reverse=True)),
     )
+
+
+#: The teaching example every lab starts from: the source's CPU figure, the kernel at a T4's
+#: cited fp32 peak, the cited upper launch cost.
+TEACHING = TeachingTiming()
+
+
+# --- the stopwatch lab: what a stopwatch around one GPU call reads ---------------------
+
+
+@dataclass(frozen=True)
+class StopwatchReading:
+    """What a stopwatch around one GPU call reads, with or without the closing barrier."""
+
+    synchronized: bool
+    measured_s: float
+    cpu_s: float
+
+    @property
+    def claimed_speedup(self) -> float:
+        """The speedup a reader would report from this reading."""
+        return self.cpu_s / self.measured_s
+
+
+@dataclass(frozen=True)
+class TimingLabInputs:
+    """The three times the timing lab animates, and where they come from.
+
+    ``measured`` is True when they were measured on the build's GPU (the lab
+    then shows them), False for the teaching figures.
+    """
+
+    cpu_s: float
+    launch_s: float
+    kernel_s: float
+    label: str
+    measured: bool
+
+    @property
+    def readings(self) -> tuple[StopwatchReading, StopwatchReading]:
+        """The stopwatch without, then with, the closing barrier."""
+        return (stopwatch(False, self), stopwatch(True, self))
+
+
+def timing_lab_inputs(measured: IllusionResult | None = None) -> TimingLabInputs:
+    """The teaching figures, or (given ``async_illusion`` on a GPU) the measured medians.
+
+    Measured: the launch is the naive median, the kernel what the closing barrier
+    waited for (honest minus naive), the CPU time the CPU's median.
+
+    >>> t = timing_lab_inputs()
+    >>> t.launch_s, round(t.kernel_s, 5), t.measured
+    (1e-05, 0.03086, False)
+    """
+    if measured is None:
+        return TimingLabInputs(
+            cpu_s=TEACHING.cpu_s,
+            launch_s=TEACHING.launch_s,
+            kernel_s=TEACHING.kernel_s,
+            label=f"teaching figures, one {TEACHING.n}×{TEACHING.n} fp32 matmul",
+            measured=False,
+        )
+    honest = measured.honest
+    return TimingLabInputs(
+        cpu_s=measured.cpu.median_s,
+        launch_s=measured.naive.median_s,
+        kernel_s=measured.kernel_s,
+        label=f"{honest.n}×{honest.n} {honest.dtype} matmul on {honest.device}, medians",
+        measured=True,
+    )
+
+
+def stopwatch(synchronized: bool, inputs: TimingLabInputs | None = None) -> StopwatchReading:
+    """The reading: launch plus kernel with the closing barrier, the launch alone without.
+
+    >>> round(stopwatch(False).claimed_speedup), round(stopwatch(True).claimed_speedup)
+    (500000, 162)
+    """
+    t = inputs or timing_lab_inputs()
+    measured_s = t.launch_s + t.kernel_s if synchronized else t.launch_s
+    return StopwatchReading(synchronized=synchronized, measured_s=measured_s, cpu_s=t.cpu_s)
