@@ -3,7 +3,7 @@
 The cost calculator's figures: the example rates (one home, the package's
 ``gpulesson/results/example_rates.json``, read by
 :func:`gpulesson.results.datasheets.example_rates`, which ``gpulesson budget --gpu`` prices
-with too) and rate x hours x runs. The lesson "Where to run" renders them
+with too) and rate x hours x runs. The lesson "Where to run GPU work" renders them
 (:func:`gpulesson.course.where_to_run.cost_markdown`); the calculator in the browser reads
 the same rates and bounds from ``assets/labs/labs.json``.
 

@@ -1,8 +1,8 @@
 """The VRAM planner: its numbers for one input, and the estimate's tables as JSON for the browser.
 
 :func:`plan` is what the planner shows for one :class:`PlannerInputs` (the estimate, alive
-at the step's peak, and which cards it fits); the lesson "Budget" renders a few cases
-(:func:`gpulesson.course.budget.planner_markdown`).
+at the step's peak, and which cards it fits); the lesson "Budgeting a training run" renders
+a few cases (:func:`gpulesson.course.budget.planner_markdown`).
 
 The planner widget (``docs/javascripts/labs.js``) evaluates what
 :func:`planner_data` exports, the recipes' bytes per parameter and the term and

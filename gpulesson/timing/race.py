@@ -3,7 +3,7 @@
 A teaching simulation, not a measurement: the CPU runs at the source lesson's example rate
 (5.0 s for a 5000 x 5000 matmul) or at the rate a lesson measured on the machine that built
 the page; the GPU at a T4's cited fp32 peak plus a cited launch cost per call
-(:mod:`gpulesson.timing.teaching`). The lesson "Why a GPU" renders it
+(:mod:`gpulesson.timing.teaching`). The lesson "Why GPUs win at training" renders it
 (:func:`gpulesson.course.why_gpus.race_markdown`) and the race lab animates the same
 figures in the browser (``assets/labs/labs.json``).
 
