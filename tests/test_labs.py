@@ -17,6 +17,7 @@ from gpulesson.memory import budget, cost, planner
 from gpulesson.memory.planner import planner_data
 from gpulesson.site import content, labs
 from gpulesson.site import labs_hook as site_labs
+from gpulesson.tables import markdown_table
 from gpulesson.timing import race as race_sim
 from gpulesson.timing import teaching
 from tests.conftest import REPO
@@ -155,6 +156,12 @@ LABS_YML = REPO / "docs" / "labs.yml"
             'docs/labs.yml: routes: 1 ("Local NVIDIA card"): best: unknown field; '
             "the fields are route, cost, setup, best_for, watch_out",
         ),
+        (
+            "    setup: SSH in, install, check",
+            "    setup: SSH in | install | check",
+            "docs/labs.yml: routes: 3 (\"Rented cloud instance\"): setup: holds a '|', which "
+            "would end its cell of the routes table: write it as '\\|'",
+        ),
     ],
 )
 def test_a_malformed_labs_file_names_file_entry_and_field(tmp_path, old, new, message):
@@ -166,6 +173,17 @@ def test_a_malformed_labs_file_names_file_entry_and_field(tmp_path, old, new, me
     with pytest.raises(content.ContentError) as error:
         content.load(docs)
     assert str(error.value) == message
+
+
+def test_an_escaped_pipe_in_a_route_stays_in_its_cell(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(REPO / "docs", docs, ignore=shutil.ignore_patterns("notebooks", "assets"))
+    text = LABS_YML.read_text().replace("SSH in, install, check", "SSH in \\| install", 1)
+    (docs / "labs.yml").write_text(text)
+    route = content.load(docs).labs.routes[2]
+    assert route.setup == "SSH in \\| install"
+    table = markdown_table(("a", "b"), [(route.route, route.setup)])
+    assert table.splitlines()[2] == "| Rented cloud instance | SSH in \\| install |"
 
 
 def test_timing_lab_uses_measured_numbers_when_given():

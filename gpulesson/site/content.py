@@ -56,6 +56,11 @@ LABS_FILE = "labs.yml"
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][\w.]*(?::[^{}]*)?\}")
 
 
+#: A route's fields, each a cell of the routes table; a '|' in one must be escaped.
+ROUTE_FIELDS = ("route", "cost", "setup", "best_for", "watch_out")
+_BARE_PIPE = re.compile(r"(?<!\\)\|")
+
+
 class ContentError(ValueError):
     """A content file breaks a rule; the message names the file, the entry and the field."""
 
@@ -390,6 +395,13 @@ def load_labs(path: Path, label: str) -> LabsContent:
             fill_route_cost(route, rates)
         except ValueError as exc:
             raise _error(where(label, data, ("routes", i)), "cost", str(exc)) from None
+        for field in ROUTE_FIELDS:  # each field is one cell of the routes table
+            if _BARE_PIPE.search(raw[field]):
+                raise _error(
+                    where(label, data, ("routes", i)),
+                    field,
+                    "holds a '|', which would end its cell of the routes table: write it as '\\|'",
+                )
         routes.append(route)
     dispatch = data["dispatch"]
     machines = tuple(Machine(key=m["key"], label=m["label"]) for m in dispatch["machines"])
