@@ -112,10 +112,28 @@ def launch_correction_markdown(c: LaunchCorrection) -> str:
         f"source's launch, {_time(t.launch_s)}",
         *(f"launch {_time(x.launch_s)}" for x in c.corrected),
     )
-
-    def row(label: str, arithmetic: str, cells: list[str]) -> tuple[str, ...]:
-        return (label, arithmetic, *cells)
-
+    # each row: what it is, its arithmetic, then its value at each launch cost
+    rows = [
+        ("GPU time, honest", "kernel + launch", *(_time(x.gpu_honest_s) for x in examples)),
+        ("GPU time, naive", "launch only", *(_time(x.gpu_naive_s) for x in examples)),
+        (
+            "speedup, honest",
+            f"{t.cpu_s:g} s / honest",
+            *(_ratio(x.honest_speedup) for x in examples),
+        ),
+        ("speedup, naive", f"{t.cpu_s:g} s / naive", *(_ratio(x.naive_speedup) for x in examples)),
+        ("illusion", "naive / honest speedup", *(_ratio(x.illusion) for x in examples)),
+        (
+            f"a {t.cpu_job_s / 3600:g}-hour CPU job, honest",
+            f"{t.cpu_job_s:,.0f} s / honest speedup",
+            *(_time(x.job_honest_s) for x in examples),
+        ),
+        (
+            "the same job, naive",
+            f"{t.cpu_job_s:,.0f} s / naive speedup",
+            *(_time(x.job_naive_s) for x in examples),
+        ),
+    ]
     at_peak = ", a T4's datasheet fp32 peak" if t.kernel_s == peak_kernel_s(t.n) else ""
     low, high = c.naive_speedup_range
     ill_low, ill_high = c.illusion_range
@@ -129,41 +147,7 @@ def launch_correction_markdown(c: LaunchCorrection) -> str:
             f"{_time(SOURCE_LAUNCH_S)} launch; a launch from PyTorch eager costs about "
             f"{_time_range(*EAGER_LAUNCH_S_RANGE)} (cited).",
             "",
-            markdown_table(
-                header,
-                [
-                    row(
-                        "GPU time, honest",
-                        "kernel + launch",
-                        [_time(x.gpu_honest_s) for x in examples],
-                    ),
-                    row("GPU time, naive", "launch only", [_time(x.gpu_naive_s) for x in examples]),
-                    row(
-                        "speedup, honest",
-                        f"{t.cpu_s:g} s / honest",
-                        [_ratio(x.honest_speedup) for x in examples],
-                    ),
-                    row(
-                        "speedup, naive",
-                        f"{t.cpu_s:g} s / naive",
-                        [_ratio(x.naive_speedup) for x in examples],
-                    ),
-                    row(
-                        "illusion", "naive / honest speedup", [_ratio(x.illusion) for x in examples]
-                    ),
-                    row(
-                        f"a {t.cpu_job_s / 3600:g}-hour CPU job, honest",
-                        f"{t.cpu_job_s:,.0f} s / honest speedup",
-                        [_time(x.job_honest_s) for x in examples],
-                    ),
-                    row(
-                        "the same job, naive",
-                        f"{t.cpu_job_s:,.0f} s / naive speedup",
-                        [_time(x.job_naive_s) for x in examples],
-                    ),
-                ],
-                align="ll" + "r" * len(examples),
-            ),
+            markdown_table(header, rows, align="ll" + "r" * len(examples)),
             "",
             f"At the source's {_time(SOURCE_LAUNCH_S)} the naive stopwatch says "
             f"{_ratio(c.source.naive_speedup)}. At a launch cost of microseconds it says "
