@@ -475,3 +475,22 @@ def test_the_race_runs_its_cpu_at_the_rate_the_page_measured():
     for bad in (0.0, -1.0, float("inf"), float("nan"), 1e15):
         with pytest.raises(ValueError, match="cpu_flop_per_s"):
             race_sim.race_table(cpu_flop_per_s=bad)
+
+
+def test_a_card_class_and_a_measured_label_reach_the_page_escaped():
+    from gpulesson.timing.results import IllusionResult, MatmulResult
+
+    hostile = "<img src=x onerror=alert(1)> | [x](javascript:y)"
+    rate = cost.CardRate(card_class=hostile, vram_gb=8, on_demand_usd_per_h=1.0, spot_usd_per_h=0.5)
+    row = where_to_run.cost_markdown(rates=(rate,)).splitlines()[2]
+    assert "<img" not in row and "&lt;img" in row and r"\|" in row and r"\[x\]" in row
+
+    def result(median_s: float, device: str) -> MatmulResult:
+        return MatmulResult(device=device, dtype="fp32", n=64, threads=1, samples_s=(median_s,))
+
+    illusion = IllusionResult(
+        honest=result(0.05, hostile), naive=result(1e-4, hostile), cpu=result(2.0, "cpu")
+    )
+    text = timing_course.timing_lab_markdown(teaching.timing_lab_inputs(illusion))
+    shown = next(line for line in text.splitlines() if line.startswith("Measured"))
+    assert "<img" not in shown and "&lt;img" in shown and r"\[x\]" in shown

@@ -14,6 +14,7 @@ import json
 
 from gpulesson.course.why_gpus import NO_CUDA_TEXT, _sci, _warnings
 from gpulesson.tables import markdown_table
+from gpulesson.text import inert
 from gpulesson.timing.render import _gflops, _ms
 from gpulesson.timing.results import (
     IllusionResult,
@@ -251,6 +252,6 @@ def timing_lab_markdown(inputs: TimingLabInputs) -> str:
     attr = html.escape(json.dumps(data), quote=True)
     return (
         f'<div class="gl-lab" data-lab="timing" data-measured="{attr}"></div>\n\n'
-        + f"Measured on this build's GPU ({inputs.label}):\n\n"
+        + f"Measured on this build's GPU ({inert(inputs.label)}):\n\n"
         + table
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gpulesson.memory.cost import CardRate, card_rates, run_cost_usd
 from gpulesson.tables import markdown_table
+from gpulesson.text import inert
 
 
 def cost_markdown(
@@ -35,7 +36,7 @@ def cost_markdown(
         spot = run_cost_usd(c.spot_usd_per_h, hours_per_run, runs)
         rows.append(
             (
-                c.card_class,
+                inert(c.card_class),  # package data a contributor edits: escaped
                 str(c.vram_gb),
                 f"{c.on_demand_usd_per_h:.2f}",
                 f"{c.spot_usd_per_h:.2f}",
