@@ -3,8 +3,9 @@
 A lesson block gets its measured figures from :func:`gpulesson.site.build_bundle.measure`,
 which runs a suite entry (the code behind ``gpulesson measure``) once per build and puts
 its result into this build's bundle. This test reads every executed block of every lesson
-and lists the measuring calls it still makes itself: a ``measure*`` function, one of the
-sweeps in ``MEASURING``, the profiler or a clock; any is a second measuring path.
+and lists the measuring calls it still makes itself: a package function that times (found
+from the source, however deep the clock sits), a ``measure*`` function, one of the tracers
+in ``MEASURING``, the profiler or a clock; any is a second measuring path.
 """
 
 from __future__ import annotations
@@ -17,28 +18,14 @@ import pytest
 from tests.lesson_blocks import LESSONS, exec_blocks
 from tests.measuring import aliases, call_sites, definitions, measuring_functions
 
-#: Package functions that measure (time, trace, profile, track memory), besides every
-#: ``measure*`` name.
+#: Package functions that measure without a clock the source scan sees (they trace dtypes,
+#: track memory or compare precisions), besides every ``measure*`` name; the functions that
+#: time are found from the source (:func:`tests.measuring.measuring_functions`).
 MEASURING = {
-    "all_reduce_sweep",
-    "async_illusion",
-    "compare_devices",
-    "find_syncs",
     "first_block_saved",
-    "gpu_mfu",
-    "gpu_sweep",
     "matmul_errors",
-    "peak_rows",
-    "profile_first_and_steady",
-    "profile_gpt_step",
     "run_accuracy",
-    "run_copy_call",
-    "run_host_copies",
     "run_impl_comparison",
-    "run_launch_overhead",
-    "snapshot_gpt_step",
-    "sweep",
-    "time_attention",
     "trace_gpt2",
 }
 #: Modules and attributes that time or trace.
