@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import markdown
@@ -195,6 +196,19 @@ def test_opted_out_and_session_blocks_always_run(tmp_path, cache):
     settings.recorder.end_page()
     (timing,) = settings.recorder.pages()
     assert (timing.blocks, timing.ran, timing.uncacheable, timing.cached) == (4, 4, 4, 0)
+
+
+def test_a_module_a_block_imports_gets_no_bytecode_file_beside_it(tmp_path, cache):
+    """``mkdocs serve`` watches the package folder: a ``.pyc`` the worker wrote there, after
+    a module was saved, would start a second rebuild once the first ended."""
+    folder = tmp_path / "modules"
+    folder.mkdir()
+    name = f"saved_module_{uuid.uuid4().hex}"
+    (folder / f"{name}.py").write_text("VALUE = 7\n")
+    code = f"import sys\nsys.path.insert(0, {str(folder)!r})\nimport {name}\nprint({name}.VALUE*6)"
+    html = _convert(f'```python exec="on" id="imports"\n{code}\n```\n')
+    assert "42" in html
+    assert sorted(p.name for p in folder.iterdir()) == [f"{name}.py"]
 
 
 def test_without_a_configured_build_blocks_run_uncached(tmp_path):

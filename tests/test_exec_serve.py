@@ -1,6 +1,7 @@
 """``mkdocs serve`` shows a package edit on the next rebuild: the site hook starts a new block
 worker when a package file changed (nothing is purged from ``sys.modules``), takes the spare
-worker when a data file a module read changed, and keeps the worker when nothing did."""
+worker when a data file a module read changed, and keeps the worker when nothing did. Each
+edit costs one rebuild, and an edit to a module the hooks imported names the restart."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +58,17 @@ def _page_when(url: str, text: str, deadline_s: float) -> str:
     raise AssertionError(f"{text!r} not on {url} within {deadline_s} s; last page: {body[-500:]}")
 
 
+def _log_when(log: Path, text: str, count: int, deadline_s: float) -> None:
+    """Wait until ``text`` stands ``count`` times in ``log``; fail after ``deadline_s`` seconds."""
+    end = time.monotonic() + deadline_s
+    while log.read_text().count(text) < count:
+        if time.monotonic() > end:
+            raise AssertionError(
+                f"{text!r} not {count} times in the log: {log.read_text()[-3000:]}"
+            )
+        time.sleep(0.5)
+
+
 def test_serve_shows_a_package_edit_on_the_next_rebuild(tmp_path):
     project = tmp_path / "project"
     shutil.copytree(
@@ -94,6 +107,10 @@ def test_serve_shows_a_package_edit_on_the_next_rebuild(tmp_path):
         _page_when(url, "value: second, data: two", 240)
         (project / "docs" / "index.md").write_text(PAGE + "\nA prose edit.\n")
         _page_when(url, "A prose edit.", 240)
+        claims = project / "gpulesson" / "site" / "claims.py"  # imported by the hooks
+        claims.write_text(claims.read_text() + "# an edit the hooks cannot follow\n")
+        _log_when(tmp_path / "serve.log", "Documentation built", 5, 240)
+        time.sleep(3)  # room for a rebuild the edit should not cause
     finally:
         server.terminate()
         try:
@@ -103,6 +120,12 @@ def test_serve_shows_a_package_edit_on_the_next_rebuild(tmp_path):
             server.wait()
         log.close()
     output = (tmp_path / "serve.log").read_text()
-    assert output.count("package files changed: starting a new block worker") == 1, output[-3000:]
+    # the module edit and the hooks' module edit
+    assert output.count("package files changed: starting a new block worker") == 2, output[-3000:]
     assert output.count("files the block worker's modules read changed") == 1, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
+    # One rebuild for the first build and one for each of the four edits: the worker writes
+    # no bytecode into the watched package, which would start another.
+    assert output.count("Documentation built") == 5, output[-3000:]
+    (restart,) = [line for line in output.splitlines() if "restart mkdocs serve" in line]
+    assert "gpulesson/site/claims.py changed since mkdocs serve started" in restart

@@ -12,16 +12,15 @@ keeps the worker (and its torch import) between rebuilds until a file of the pac
 or of ``snippets/`` changes (:func:`package_signature`, compared at each ``on_config``)
 or a file a module in the worker read changes (the worker's ``stale`` answer): then a
 new worker starts, so the next rebuild runs the code now on disk. Nothing is purged
-from ``sys.modules`` here: the modules the hooks themselves import (this file,
-``exec_cache``, ``exec_timing``, ``facts``, ``claims``, ``claim_fence``, ``spread_notes``,
-``provenance``, ``results_pages``, ``block_runner``, and through the other hooks
-``content``, ``labs``, ``glossary``, ``notebooks``, ``course_rules``, ``memory.planner``)
-are imported once per ``mkdocs serve``, so an edit to one of those needs a restart of
-``mkdocs serve``. Executed Python blocks go through
-``gpulesson.site.exec_cache`` (a disk cache keyed by code, options and what each block
-read); a block that fails, exits, crashes, hangs or calls ``warnings.warn`` fails the
-build with its page and id. The time each page spends in blocks is logged at the end
-of the build and written into the site as ``exec-timings.json``.
+from ``sys.modules`` here: the modules the hooks themselves import (this file, the other
+hooks, and what they import: much of ``gpulesson.site``) are imported once per ``mkdocs
+serve``, so an edit to one of those needs a restart of ``mkdocs serve``; each rebuild's log
+names those that changed since the first build (:func:`restart_note`). Executed Python
+blocks go through ``gpulesson.site.exec_cache`` (a disk cache keyed by code, options and
+what each block read); a block that fails, exits, crashes, hangs or calls
+``warnings.warn`` fails the build with its page and id. The time each page spends in
+blocks is logged at the end of the build and written into the site as
+``exec-timings.json``.
 """
 
 from __future__ import annotations
@@ -120,6 +119,53 @@ def package_signature(folders: list[Path]) -> str:
             stat = path.stat()
             digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()
+
+
+def hook_module_files(package_dir: Path) -> dict[str, tuple[int, int]]:
+    """Each module file under ``package_dir`` this process imported: its size and mtime.
+
+    In the MkDocs process these are the modules the hooks import (and what they import);
+    blocks import theirs in the worker.
+
+    >>> files = hook_module_files(Path(__file__).resolve().parents[1])
+    >>> any(f.endswith("hooks.py") for f in files), all(len(v) == 2 for v in files.values())
+    (True, True)
+    """
+    found: dict[str, tuple[int, int]] = {}
+    for module in list(sys.modules.values()):
+        file = Path(getattr(module, "__file__", None) or "/").resolve()
+        if file.is_relative_to(package_dir):
+            stat = file.stat() if file.is_file() else None  # removed: changed, for a restart
+            found[str(file)] = (stat.st_size, stat.st_mtime_ns) if stat else (-1, -1)
+    return found
+
+
+def restart_note(
+    started: dict[str, tuple[int, int]], now: dict[str, tuple[int, int]], root: Path
+) -> str | None:
+    """What to tell a reader of ``mkdocs serve`` whose edit the hooks cannot follow; None when
+    no module the hooks imported at the first build has changed since.
+
+    >>> restart_note({"/r/gpulesson/site/claims.py": (10, 1)},
+    ...              {"/r/gpulesson/site/claims.py": (10, 1)}, Path("/r")) is None
+    True
+    >>> print(restart_note({"/r/gpulesson/site/claims.py": (10, 1)},
+    ...                    {"/r/gpulesson/site/claims.py": (11, 2)}, Path("/r")))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    gpulesson/site/claims.py changed since mkdocs serve started: the site's hooks imported it
+    then and still run the old code, so restart mkdocs serve to see what they make from it
+    (executed blocks run the new code already).
+    """
+    changed = sorted(f for f, seen in started.items() if now.get(f) != seen)
+    if not changed:
+        return None
+    names = ", ".join(Path(f).relative_to(root).as_posix() for f in changed)
+    it = "it" if len(changed) == 1 else "them"
+    return (
+        f"{names} changed since mkdocs serve started: the site's hooks imported {it} then and"
+        f" still run the old code, so restart mkdocs serve to see what they make from {it}"
+        " (executed blocks run the new code already)."
+    )
 
 
 def _hook_package() -> Path:
@@ -283,6 +329,11 @@ def on_config(config: Any) -> Any:
     message = bundles_error(config_dir / "results")
     if message:
         raise PluginError(message)
+    note = restart_note(
+        _state.get("hook_files", {}), hook_module_files(package_dir), package_dir.parent
+    )
+    if note:  # info, not a warning: the course builds strict, and the build is right
+        log.info(note)
     signature = package_signature([package_dir, config_dir / "snippets"])
     setup = worker_setup(config, package_dir)
     runner = _start_worker(previous_runner, package_dir, setup, signature, setup_limit_s)
@@ -482,11 +533,14 @@ def on_post_build(config: Any) -> None:
 
     Under ``mkdocs serve``, a spare worker then starts and probes while the reader edits,
     so a rebuild that needs a new worker (a data file its modules read changed) gets one
-    at once.
+    at once; after the first build, the files of the modules the hooks imported are noted
+    (:func:`restart_note` compares them at each rebuild).
     """
     try:
         _post_build(config)
     finally:
+        if _state.get("serving") and "hook_files" not in _state:
+            _state["hook_files"] = hook_module_files(_hook_package())
         runner = exec_cache.settings().runner
         if _state.get("serving") and runner is not None:
             runner.keep_spare([{"op": "probe"}])
