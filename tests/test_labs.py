@@ -162,6 +162,13 @@ LABS_YML = REPO / "docs" / "labs.yml"
             "docs/labs.yml: routes: 3 (\"Rented cloud instance\"): setup: holds a '|', which "
             "would end its cell of the routes table: write it as '\\|'",
         ),
+        (
+            "    - code: print(torch.cuda.is_available())",
+            "    - code: print(torch.cuda.is_available() | True)",
+            'docs/labs.yml: dispatch: lines: 2 ("print(torch.cuda.is_available() | True)"): '
+            "code: holds a '|', which would end its cell of the dispatch table (escaped, the lab "
+            "would show the backslash): write the line without one",
+        ),
     ],
 )
 def test_a_malformed_labs_file_names_file_entry_and_field(tmp_path, old, new, message):

@@ -412,6 +412,14 @@ def load_labs(path: Path, label: str) -> LabsContent:
             "machines",
             f"the keys must be {', '.join(MACHINE_KEYS)} (one each), not {', '.join(keys)}",
         )
+    for i, line in enumerate(dispatch["lines"]):  # a code span in a table cell, and in the lab
+        if "|" in line["code"]:
+            raise _error(
+                where(label, data, ("dispatch", "lines", i)),
+                "code",
+                "holds a '|', which would end its cell of the dispatch table (escaped, the lab"
+                " would show the backslash): write the line without one",
+            )
     lines = tuple(
         DispatchLine(code=line["code"], nvidia=line["nvidia"], mac=line["mac"], cpu=line["cpu"])
         for line in dispatch["lines"]
