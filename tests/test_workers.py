@@ -7,10 +7,8 @@ import re
 import subprocess
 import sys
 
-import _pytest.config
 import pytest
 import torch
-import xdist.plugin
 
 from tests import conftest
 from tests.conftest import REPO
@@ -61,21 +59,30 @@ def _workers_started() -> int:
     return int(found.group(1)) if found else 0
 
 
+class _StopAfterXdist:
+    """Ends ``pytest.main`` right after pytest-xdist resolved ``-n`` (its hook runs first),
+    keeping the worker count: no session, no worker, no test."""
+
+    workers = -1
+
+    def pytest_cmdline_main(self, config: pytest.Config) -> int:
+        self.workers = len(config.option.tx)
+        return 0
+
+
 def _workers_resolved(*args: str) -> int:
     """How many workers ``pytest ARGS`` would start here, resolved in this process.
 
     The repository's ``addopts`` and conftest hook, then pytest-xdist's own resolution of
     ``-n`` (the step before it starts one process per entry of ``tx``); no torch imports.
     """
+    stop = _StopAfterXdist()
     conftest_file = str(REPO / "tests" / "conftest.py")
-    config = _pytest.config._prepareconfig(
-        [*args, "-p", "no:cacheprovider", "--rootdir", str(REPO), conftest_file]
+    code = pytest.main(
+        [*args, "-p", "no:cacheprovider", "--rootdir", str(REPO), conftest_file], plugins=[stop]
     )
-    try:
-        xdist.plugin.pytest_cmdline_main(config)
-        return len(config.option.tx)
-    finally:
-        config._ensure_unconfigure()
+    assert code == 0 and stop.workers >= 0, code
+    return stop.workers
 
 
 def test_plain_pytest_starts_the_hook_s_workers():
