@@ -121,36 +121,34 @@ def package_signature(folders: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def hook_module_files(package_dir: Path) -> dict[str, tuple[int, int]]:
-    """Each module file under ``package_dir`` this process imported: its size and mtime.
+def hook_module_files(package_dir: Path) -> dict[str, str]:
+    """Each module file under ``package_dir`` this process imported: a hash of its contents.
 
     In the MkDocs process these are the modules the hooks import (and what they import);
     blocks import theirs in the worker.
 
     >>> files = hook_module_files(Path(__file__).resolve().parents[1])
-    >>> any(f.endswith("hooks.py") for f in files), all(len(v) == 2 for v in files.values())
+    >>> any(f.endswith("hooks.py") for f in files), all(len(h) == 64 for h in files.values())
     (True, True)
     """
-    found: dict[str, tuple[int, int]] = {}
+    found: dict[str, str] = {}
     for module in list(sys.modules.values()):
         file = Path(getattr(module, "__file__", None) or "/").resolve()
-        if file.is_relative_to(package_dir):
-            stat = file.stat() if file.is_file() else None  # removed: changed, for a restart
-            found[str(file)] = (stat.st_size, stat.st_mtime_ns) if stat else (-1, -1)
+        if file.is_relative_to(package_dir):  # a removed file: changed, for a restart
+            data = file.read_bytes() if file.is_file() else b"removed"
+            found[str(file)] = hashlib.sha256(data).hexdigest()
     return found
 
 
-def restart_note(
-    started: dict[str, tuple[int, int]], now: dict[str, tuple[int, int]], root: Path
-) -> str | None:
+def restart_note(started: dict[str, str], now: dict[str, str], root: Path) -> str | None:
     """What to tell a reader of ``mkdocs serve`` whose edit the hooks cannot follow; None when
-    no module the hooks imported at the first build has changed since.
+    every module the hooks imported at the first build holds what it held then.
 
-    >>> restart_note({"/r/gpulesson/site/claims.py": (10, 1)},
-    ...              {"/r/gpulesson/site/claims.py": (10, 1)}, Path("/r")) is None
+    >>> restart_note({"/r/gpulesson/site/claims.py": "a1"},
+    ...              {"/r/gpulesson/site/claims.py": "a1"}, Path("/r")) is None
     True
-    >>> print(restart_note({"/r/gpulesson/site/claims.py": (10, 1)},
-    ...                    {"/r/gpulesson/site/claims.py": (11, 2)}, Path("/r")))
+    >>> print(restart_note({"/r/gpulesson/site/claims.py": "a1"},
+    ...                    {"/r/gpulesson/site/claims.py": "b2"}, Path("/r")))
     ... # doctest: +NORMALIZE_WHITESPACE
     gpulesson/site/claims.py changed since mkdocs serve started: the site's hooks imported it
     then and still run the old code, so restart mkdocs serve to see what they make from it
