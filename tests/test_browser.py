@@ -10,6 +10,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -248,6 +249,12 @@ def test_timing_lab_shows_the_illusion_and_the_honest_number(site_url: str, watc
     box = '.gl-lab[data-lab="timing"]'
     if page.get_attribute(box, "data-measured"):
         pytest.skip("this site was built on a GPU: the lab shows measured numbers")
+    label = page.inner_text(f"{box} .gl-badge")  # where each teaching figure comes from
+    kernel_ms = teaching.TEACHING.kernel_s * 1e3
+    assert f"kernel {kernel_ms:.2f} ms ({teaching.kernel_basis()})" in label, label
+    assert f"CPU {teaching.TEACHING.cpu_s:g} s (the source's example)" in label, label
+    figures = label.replace(teaching.kernel_basis(), "")
+    assert label.endswith("Not a measurement.") and not re.search(r"\d{5,}", figures), label
     for sync in (False, True):
         page.set_checked(f'{box} [data-in="sync"]', sync)
         page.get_by_role("button", name="Time the matmul").click()

@@ -357,9 +357,10 @@
     start.addEventListener("click", run);
     box.appendChild(badge(measured
       ? "Measured on this site's build GPU: " + (measured.label || "")
-      : "Teaching numbers: CPU " + teaching.cpu_s + " s and kernel " + teaching.kernel_s +
-        " s (the source's), launch " + fmtTime(teaching.launch_s) + " (a cited figure; the source " +
-        "said " + fmtTime(teaching.source_launch_s) + "). Not a measurement."));
+      : "Teaching numbers: CPU " + fmtTime(teaching.cpu_s) + " (the source's example), kernel " +
+        fmtTime(teaching.kernel_s) + " (" + teaching.kernel_basis + "), launch " +
+        fmtTime(teaching.launch_s) + " (a cited figure; the source said " +
+        fmtTime(teaching.source_launch_s) + "). Not a measurement."));
     box.appendChild(el("div", { class: "gl-field gl-check" }, [sync,
       el("label", { for: syncId }, ["Call ", el("code", { text: "torch.cuda.synchronize()" }),
         " before stopping the clock"])]));

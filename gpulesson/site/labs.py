@@ -26,7 +26,7 @@ from gpulesson.timing.race import (
     TEACHING_GPU_FLOP_PER_S,
     TEACHING_LAUNCH_S,
 )
-from gpulesson.timing.teaching import SOURCE_LAUNCH_S, TEACHING
+from gpulesson.timing.teaching import SOURCE_LAUNCH_S, TEACHING, kernel_basis
 
 
 def _labs() -> Any:
@@ -186,6 +186,7 @@ def labs_data() -> dict:
         "timing": {
             "cpu_s": TEACHING.cpu_s,
             "kernel_s": TEACHING.kernel_s,
+            "kernel_basis": kernel_basis(),
             "launch_s": TEACHING.launch_s,
             "source_launch_s": SOURCE_LAUNCH_S,
         },

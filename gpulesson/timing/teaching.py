@@ -57,6 +57,19 @@ def peak_kernel_s(n: int = TEACHING_N, gpu: str = TEACHING_GPU) -> float:
     return 2.0 * n**3 / peak
 
 
+def kernel_basis(n: int = TEACHING_N, gpu: str = TEACHING_GPU) -> str:
+    """How :func:`peak_kernel_s` predicts the teaching kernel's time, for the lab's label.
+
+    >>> kernel_basis()
+    'predicted: 2 × 5000³ FLOPs at the NVIDIA T4 datasheet fp32 peak, 8.1 TFLOP/s'
+    """
+    peak_flop_per_s = 2.0 * n**3 / peak_kernel_s(n, gpu)  # its check: a row with no peak
+    return (
+        f"predicted: 2 × {n}³ FLOPs at the {datasheets.get(gpu).name} datasheet fp32 peak, "
+        f"{peak_flop_per_s / 1e12:.3g} TFLOP/s"
+    )
+
+
 # Kernel launch cost from PyTorch eager, as cited: about 5-10 us per launch of CPU
 # time (dispatch plus the driver's launch call), a few us on the GPU's side.
 EAGER_LAUNCH_S_RANGE = (5e-6, 10e-6)
