@@ -1,11 +1,16 @@
-"""Per-device sizes of the timed measurements: one table that bench, alignment and decode read."""
+"""Per-device sizes of the timed measurements: one table, gpulesson/timing/plans.json, for all."""
 
 from __future__ import annotations
 
 import ast
+import json
+from pathlib import Path
 
 import pytest
 
+from gpulesson.memory import compute_step
+from gpulesson.precision import step
+from gpulesson.results import entries_device, entries_matmul, entries_precision, entries_roofline
 from gpulesson.timing import alignment, bench, decode, plans
 from tests.conftest import REPO
 
@@ -37,17 +42,125 @@ def test_the_quick_decode_sweep_is_smaller_than_the_full_one():
         assert len(quick.batches) < len(full.batches) and quick.matmul_n <= full.matmul_n
 
 
-def test_no_timing_module_keeps_its_own_per_device_sizes():
-    for name in ("bench", "alignment", "decode"):
-        tree = ast.parse((REPO / "gpulesson" / "timing" / f"{name}.py").read_text())
-        literals = [
-            node
+def test_the_suite_s_entries_build_their_plans_from_the_one_table():
+    for (device, quick), sizes in plans.by_run("matmul").items():
+        assert entries_matmul.PLANS[(device, quick)] == entries_matmul.MatmulPlan(**sizes)
+    for (device, quick), sizes in plans.by_run("device").items():
+        plan = entries_device.PLANS[(device, quick)]
+        assert {k: getattr(plan, k) for k in sizes} == sizes
+        if not quick:  # a full run's illusion is the lesson's
+            assert plan.illusion_n == bench.plan_for(device).illusion_n
+    for (device, quick), sizes in plans.by_run("step").items():
+        plan = step.STEP_PLANS[(device, quick)]
+        assert plan.config == step.GPT2Config(**sizes.pop("config"))
+        assert {k: getattr(plan, k) for k in sizes} == sizes
+    for device in plans.DEVICE_KINDS:
+        sweep = plans.sizes(device, "matmul_sweep_quick")
+        assert entries_matmul.SWEEP_QUICK[device] == tuple(sweep.values())
+        roof = plans.sizes(device, "roofline_quick")
+        assert entries_roofline.QUICK[device] == tuple(roof.values())
+        assert compute_step.MATMUL_N[device] == plans.sizes(device, "train_step")["matmul_n"]
+    assert entries_precision.TF32_SIZES == {
+        key: sizes["matmul_n"] for key, sizes in plans.by_run("tf32").items()
+    }
+    assert {d for d, _ in entries_precision.TF32_SIZES} == {"cpu", "cuda"}  # no mps row
+
+
+def _sizes_by_device_kind(node: ast.AST) -> bool:
+    """A dict literal whose keys are device kinds (or start with one) and whose values are sizes
+    or plans: numbers, tuples or calls."""
+    if not isinstance(node, ast.Dict):
+        return False
+    kinds = 0
+    for key, value in zip(node.keys, node.values, strict=True):
+        first = key.elts[0] if isinstance(key, ast.Tuple) and key.elts else key
+        if isinstance(first, ast.Constant) and first.value in plans.DEVICE_KINDS:
+            kinds += 1
+            number = isinstance(value, ast.Constant) and isinstance(value.value, int | float)
+            if not (number or isinstance(value, ast.Tuple | ast.Call | ast.BinOp)):
+                return False
+    return kinds >= 2
+
+
+def per_device_tables(root: Path) -> list[str]:
+    """``file:line`` of each per-device table of sizes written in the package's code."""
+    found = []
+    for path in sorted((root / "gpulesson").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [
+            f"{path.relative_to(root)}:{node.lineno}"
             for node in ast.walk(tree)
-            if isinstance(node, ast.Dict)
-            and (keys := node.keys)
-            and any(isinstance(k, ast.Constant) and k.value in plans.DEVICE_KINDS for k in keys)
+            if _sizes_by_device_kind(node)
         ]
-        assert not literals, f"{name}.py has a per-device dict at line {literals[0].lineno}"
+    return found
+
+
+def test_no_module_keeps_its_own_per_device_sizes():
+    assert per_device_tables(REPO) == []
+
+
+def test_the_per_device_check_finds_a_table_in_code(tmp_path):
+    package = tmp_path / "gpulesson"
+    package.mkdir()
+    (package / "a.py").write_text(
+        "PLANS = {('cpu', True): Plan(1), ('cuda', True): Plan(2)}\n"
+        "N = {'cpu': 512, 'mps': 1024 * 2}\n"
+        "SYNC = {'cuda': 'torch.cuda.synchronize()', 'mps': 'torch.mps.synchronize()'}\n"
+        "DTYPES = {'cuda': torch.float16, 'cpu': torch.bfloat16}\n"
+    )
+    assert per_device_tables(tmp_path) == ["gpulesson/a.py:1", "gpulesson/a.py:2"]
+
+
+def _table_with(tmp_path: Path, edit) -> Path:
+    data = json.loads(plans.TABLE.read_text(encoding="utf-8"))
+    edit(data["plans"])
+    path = tmp_path / "plans.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda p: p["cpu"]["bench"].pop("illusion_n"),
+            "plans.json: plans: cpu: bench: illusion_n: missing; add it",
+        ),
+        (
+            lambda p: p["mps"]["decode"].update(bandwidth_bytes="64 megabytes"),
+            "plans.json: plans: mps: decode: bandwidth_bytes: '64 megabytes' is not a size: "
+            "write a size like 64MiB or 1GiB, or 0 for none",
+        ),
+        (
+            lambda p: p["cuda"]["step"]["config"].update(layers=0),
+            "plans.json: plans: cuda: step: config: layers: 0 is not a whole number from 1",
+        ),
+        (
+            lambda p: p["cuda"]["matmul"].update(search_budget_s=-1),
+            "plans.json: plans: cuda: matmul: search_budget_s: -1 is not a time in seconds",
+        ),
+        (
+            lambda p: p["cpu"].update(sweep={"n": 1}),
+            "plans.json: plans: cpu: sweep: unknown field; the fields are bench, alignment",
+        ),
+        (
+            lambda p: p.pop("mps"),
+            "plans.json: plans: mps: missing; add it",
+        ),
+    ],
+)
+def test_a_malformed_plan_table_names_the_device_the_measurement_and_the_field(
+    tmp_path, edit, message
+):
+    with pytest.raises(ValueError) as raised:
+        plans.load(_table_with(tmp_path, edit))
+    assert str(raised.value).startswith(message), str(raised.value)
+
+
+def test_a_size_too_large_for_a_byte_count_is_named_with_its_place(tmp_path):
+    path = _table_with(tmp_path, lambda p: p["cuda"]["bench"].update(stream_bytes="99999999999GiB"))
+    with pytest.raises(ValueError, match="^plans.json: plans: cuda: bench: stream_bytes: size "):
+        plans.load(path)
 
 
 @pytest.mark.parametrize(
@@ -55,6 +168,7 @@ def test_no_timing_module_keeps_its_own_per_device_sizes():
     [
         ("tpu", "bench", "device='tpu' must be cpu, mps or cuda"),
         ("cpu", "sweep", "measurement='sweep' must be one of bench, alignment, decode"),
+        ("mps", "tf32", "plans.json has no tf32 plan for mps: add one there"),
     ],
 )
 def test_an_unknown_device_or_measurement_is_named(device, measurement, message):

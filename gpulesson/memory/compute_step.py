@@ -45,6 +45,7 @@ from gpulesson.results import datasheets
 from gpulesson.results.bundle import Bundle, Measurement
 from gpulesson.results.compare import Sourced
 from gpulesson.results.datasheets import Datasheet
+from gpulesson.timing import plans
 from gpulesson.timing.bench import barrier, measure_matmul, time_samples
 from gpulesson.timing.peak import FMA_UNIT_BOUNDS, CpuFacts, CpuPeak, cpu_peak, read_cpu_facts
 from gpulesson.timing.results import MatmulResult, OpResult
@@ -59,7 +60,8 @@ PAGE_BATCH = 2
 # memory-efficient kernels the counter does count; the batch shrinks to fit the memory.
 GPU_CONFIG = GPT2Config(attention="sdpa")
 GPU_BATCH = 8
-MATMUL_N = {"cpu": 1024, "mps": 4096, "cuda": 8192}  # the square matmul a step is set against
+# The square matmul a step is set against, by device kind (gpulesson/timing/plans.json)
+MATMUL_N = {device: plans.sizes(device, "train_step")["matmul_n"] for device in plans.DEVICE_KINDS}
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 

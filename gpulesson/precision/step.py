@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from gpulesson.memory.gpt2 import GPT2, GPT2Config
+from gpulesson.timing import plans
 from gpulesson.timing.bench import matmul_precision
 from gpulesson.timing.results import OpResult
 from gpulesson.timing.roofline import measure_op
@@ -46,19 +47,11 @@ class StepPlan:
     min_run_time_s: float
 
 
-_TINY = GPT2Config(vocab_size=512, seq_len=64, hidden=64, heads=4, layers=2)
-_SMALL = GPT2Config(vocab_size=8192, seq_len=256, hidden=256, heads=8, layers=4)
-_GPT2_HALF = GPT2Config(vocab_size=50257, seq_len=512, hidden=768, heads=12, layers=6)
-_GPT2 = GPT2Config(vocab_size=50257, seq_len=1024, hidden=768, heads=12, layers=12)
-
-# (device type, quick) -> plan. The quick CUDA plan is also what a CUDA build's page times.
+# (device type, quick) -> plan, from the one plan table (gpulesson/timing/plans.json). The
+# quick CUDA plan is also what a CUDA build's page times.
 STEP_PLANS: dict[tuple[str, bool], StepPlan] = {
-    ("cpu", True): StepPlan(_TINY, 2, 0.05),
-    ("cpu", False): StepPlan(_SMALL, 4, 0.2),
-    ("mps", True): StepPlan(_SMALL, 4, 0.1),
-    ("mps", False): StepPlan(_GPT2_HALF, 4, 0.3),
-    ("cuda", True): StepPlan(_GPT2_HALF, 8, 0.2),
-    ("cuda", False): StepPlan(_GPT2, 8, 0.5),
+    key: StepPlan(**{**sizes, "config": GPT2Config(**sizes["config"])})
+    for key, sizes in plans.by_run("step").items()
 }
 
 

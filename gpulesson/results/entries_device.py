@@ -36,6 +36,7 @@ from gpulesson.results.bundle import Bundle, Measurement
 from gpulesson.results.entries_allreduce import sweep_from_measurements, sweep_measurements
 from gpulesson.results.measurements import matmul_result, op_result, seconds, single, throughput
 from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.timing import plans
 from gpulesson.timing.allreduce import AllReduceSweep, measure_nccl_sweep, size_name
 from gpulesson.timing.bench import async_illusion, measure_transfer, plan_for
 from gpulesson.timing.launch import measure_launch_overhead
@@ -46,7 +47,7 @@ from gpulesson.timing.results import (
     LinkBandwidth,
 )
 from gpulesson.timing.roofline import measure_bandwidth, measure_op
-from gpulesson.units import GIB, MIB
+from gpulesson.units import MIB
 
 # Buffers for the bandwidth copy are at least this many times the GPU's L2 cache.
 L2_MULTIPLE = 16
@@ -66,13 +67,11 @@ class DevicePlan:
     timer_run_time_s: float | None = None
 
 
+# The sizes per device kind live in the one plan table (gpulesson/timing/plans.json); a full
+# run's illusion is the lesson's (bench's), a quick run's is the table's.
 PLANS: dict[tuple[str, bool], DevicePlan] = {
-    ("cpu", True): DevicePlan(512, 0.05, 128 * MIB, 0, 0),
-    ("cpu", False): DevicePlan(plan_for("cpu").illusion_n, 0.1, 256 * MIB, 0, 0, 0.2),
-    ("mps", True): DevicePlan(2048, 0.05, 256 * MIB, 2048, 0),
-    ("mps", False): DevicePlan(plan_for("mps").illusion_n, 0.1, 512 * MIB, 4096, 0),
-    ("cuda", True): DevicePlan(2048, 0.05, 512 * MIB, 4096, 64 * MIB),
-    ("cuda", False): DevicePlan(plan_for("cuda").illusion_n, 0.1, GIB, 8192, 256 * MIB),
+    (device, quick): DevicePlan(**{"illusion_n": plan_for(device).illusion_n, **sizes})
+    for (device, quick), sizes in plans.by_run("device").items()
 }
 
 
@@ -403,7 +402,7 @@ def all_reduce_sizes(context: Context) -> tuple[int, ...]:
     The largest is halved until one tensor of it fits the memory budget (each GPU holds one).
 
     >>> from gpulesson.results.suite import Device
-    >>> gpus = Device("cuda", "x", 80 * GIB, 80 * GIB, 8, (9, 0))
+    >>> gpus = Device("cuda", "x", 80 * 2**30, 80 * 2**30, 8, (9, 0))
     >>> [s // 2**20 for s in all_reduce_sizes(Context(device=gpus, quick=True))][-3:]
     [4, 16, 64]
     """

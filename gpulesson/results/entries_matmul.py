@@ -47,6 +47,7 @@ import torch
 from gpulesson.results.bundle import Measurement, Skipped
 from gpulesson.results.measurements import matmul_result, op_result, throughput
 from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.timing import plans
 from gpulesson.timing.bench import TORCH_DTYPES, matmul_precision, measure_transfer, sweep
 from gpulesson.timing.bench import plan_for as bench_plan_for
 from gpulesson.timing.results import MatmulResult, OpResult, SweepComparison
@@ -69,22 +70,9 @@ class MatmulPlan:
     min_run_time_s: float
 
 
+# The sizes per device kind live in the one plan table (gpulesson/timing/plans.json).
 PLANS: dict[tuple[str, bool], MatmulPlan] = {
-    ("cpu", True): MatmulPlan(2.0, 64, 1024, (), (256, 512, 768), 64, 2.5, 0.05),
-    ("cpu", False): MatmulPlan(5.0, 64, 2048, (), (256, 512, 1024, 1536), 128, 8.0, 0.1),
-    ("mps", True): MatmulPlan(2.0, 256, 4096, (), (1024, 2048, 4096), 256, 3.0, 0.05),
-    ("mps", False): MatmulPlan(5.0, 256, 8192, (), (1024, 2048, 4096, 6144), 256, 10.0, 0.1),
-    ("cuda", True): MatmulPlan(2.0, 256, 8192, (1024, 4096), (2048, 4096, 8192), 256, 4.0, 0.05),
-    ("cuda", False): MatmulPlan(
-        6.0,
-        256,
-        16384,
-        (1024, 2048, 4096, 8192),
-        (2048, 4096, 6144, 8192, 12288, 16384),
-        256,
-        20.0,
-        0.05,
-    ),
+    key: MatmulPlan(**sizes) for key, sizes in plans.by_run("matmul").items()
 }
 
 
@@ -361,9 +349,13 @@ def run_matmul_peak(context: Context) -> list[Measurement | Skipped]:
 # --- the lesson's CPU-against-GPU sweep -----------------------------------------------------
 
 SWEEP = "matmul_sweep"
-#: ``--quick`` sizes of ``matmul_sweep`` by device: (time budget s, largest n, min run time s).
-#: A full run takes the lesson's plan (:func:`gpulesson.timing.bench.plan_for`).
-SWEEP_QUICK = {"cpu": (1.0, 512, 0.05), "mps": (2.0, 2048, 0.05), "cuda": (2.0, 4096, 0.05)}
+_SWEEP_FIELDS = ("budget_s", "max_n", "min_run_time_s")
+#: ``--quick`` sizes of ``matmul_sweep`` by device, from the plan table: (time budget s,
+#: largest n, min run time s). A full run takes the lesson's (``bench``).
+SWEEP_QUICK = {
+    device: tuple(plans.sizes(device, "matmul_sweep_quick")[k] for k in _SWEEP_FIELDS)
+    for device in plans.DEVICE_KINDS
+}
 _SWEEP_ROW = re.compile(r"matmul_sweep\.(?P<kind>fp32|h2d_pageable|h2d_pinned)\.n(?P<n>\d+)")
 
 

@@ -45,14 +45,11 @@ from gpulesson.precision.trace import TraceRow, trace_gpt2
 from gpulesson.results.bundle import Measurement, Skipped
 from gpulesson.results.measurements import seconds, single
 from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.timing import plans
 
-# n of the accuracy matmul, by device kind and --quick: the lesson's 512 x 512 on a CPU
-TF32_SIZES = {
-    ("cpu", True): 512,
-    ("cpu", False): 512,
-    ("cuda", True): 2048,
-    ("cuda", False): 8192,
-}
+# n of the accuracy matmul, by device kind and --quick (gpulesson/timing/plans.json): the
+# lesson's 512 x 512 on a CPU
+TF32_SIZES = {key: sizes["matmul_n"] for key, sizes in plans.by_run("tf32").items()}
 # The dtype autocast runs 16-bit ops in, by device kind: what the lesson traces
 TRACE_DTYPES = {"cuda": torch.float16, "cpu": torch.bfloat16}
 

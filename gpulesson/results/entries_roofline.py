@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from gpulesson.results.bundle import Measurement
 from gpulesson.results.measurements import op_result, throughput
 from gpulesson.results.suite import Context, SuiteEntry
+from gpulesson.timing import plans
 from gpulesson.timing.bench import DevicePlan, plan_for
 from gpulesson.timing.results import OpResult, Roofline
 from gpulesson.timing.roofline import measure_add, measure_roofline
@@ -32,11 +33,12 @@ ENTRY = "roofline"
 #: The measurements, by short name, in the order the lesson's table lists them after the copy.
 OPS = ("copy", "add", "softmax", "small_mm", "large_mm", "bf16_add")
 _MATMULS = ("small_mm", "large_mm")
-#: ``--quick`` sizes by device: (bytes per streamed tensor, large matmul n, min run time s).
+_QUICK_FIELDS = ("stream_bytes", "large_matmul_n", "min_run_time_s")
+#: ``--quick`` sizes by device, from the plan table: (bytes per streamed tensor, large
+#: matmul n, min run time s). A full run takes the lesson's (``bench``).
 QUICK = {
-    "cpu": (16 * MIB, 512, 0.05),
-    "mps": (64 * MIB, 2048, 0.05),
-    "cuda": (256 * MIB, 4096, 0.05),
+    device: tuple(plans.sizes(device, "roofline_quick")[k] for k in _QUICK_FIELDS)
+    for device in plans.DEVICE_KINDS
 }
 
 

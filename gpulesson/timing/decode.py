@@ -450,9 +450,7 @@ def _decode_plan(sizes: dict[str, Any]) -> DecodePlan:
 # (gpulesson/timing/plans.py, which says why they are what they are); --quick sizes are
 # for ``gpulesson measure --quick``.
 PLANS: dict[tuple[str, bool], DecodePlan] = {
-    (device, quick): _decode_plan(plans.sizes(device, "decode_quick" if quick else "decode"))
-    for device in plans.DEVICE_KINDS
-    for quick in (False, True)
+    key: _decode_plan(sizes) for key, sizes in plans.by_run("decode").items()
 }
 
 

@@ -1,13 +1,20 @@
-"""How large each timed measurement is on each kind of device: one table, read by three modules.
+"""How large each timed measurement is on each kind of device: one table, for every timer.
 
-One job: the sizes. :data:`PLANS` holds, per device kind (``cpu``, ``mps``, ``cuda``), the
-sizes of the matmul benchmarks (``bench``: :class:`gpulesson.timing.bench.DevicePlan`),
-of the shape-alignment timings (``alignment``:
-:class:`gpulesson.timing.alignment.AlignmentPlan`) and of the decode sweep, full and
-``--quick`` (``decode``, ``decode_quick``: :class:`gpulesson.timing.decode.DecodePlan`, its
-``config`` the fields of :class:`gpulesson.memory.gpt2.GPT2Config`). Each of those modules
-builds its own frozen plans from its rows here, so a new device kind, or a resized
-measurement, is one edit in one place.
+One job: the sizes. The table is data, ``gpulesson/timing/plans.json`` (checked against
+``plans.schema.json`` beside it): per device kind (``cpu``, ``mps``, ``cuda``), the sizes
+of the matmul benchmarks (``bench``: :class:`gpulesson.timing.bench.DevicePlan`), of the
+shape-alignment timings (``alignment``: :class:`gpulesson.timing.alignment.AlignmentPlan`),
+of the decode sweep (``decode``: :class:`gpulesson.timing.decode.DecodePlan`, its
+``config`` the fields of :class:`gpulesson.memory.gpt2.GPT2Config`), and of the
+measurement suite's entries (``matmul``: :class:`gpulesson.results.entries_matmul.MatmulPlan`;
+``device``: :class:`gpulesson.results.entries_device.DevicePlan`; ``step``:
+:class:`gpulesson.precision.step.StepPlan`; ``matmul_sweep_quick`` and ``roofline_quick``,
+whose full runs take ``bench``; ``train_step``, the matmul a timed GPT-2 step is set
+against; ``tf32``, only where the ``tf32_accuracy`` entry runs). A measurement ``X`` that
+``gpulesson measure --quick`` runs smaller has a row ``X_quick`` too. Each of those
+modules builds its own frozen plans from its rows here, so a new device kind, or a
+resized measurement, is one edit in one place. A size in bytes (a field ending
+``_bytes``) is written like ``64MiB``.
 
 Why the sizes are what they are:
 
@@ -23,8 +30,9 @@ Why the sizes are what they are:
   The CPU model's fp32 weights (about 110 MB) are over three times this machine class's
   last-level cache, so every step streams them from memory; the CUDA model's fp16 weights
   (about 5.4 GB) take about a millisecond to read on an H100, long against the ~160
-  kernel launches of an eager step. ``decode_quick`` sizes are for
-  ``gpulesson measure --quick``.
+  kernel launches of an eager step.
+- ``step``: the full CUDA plan is GPT-2 small at batch 8; its quick plan, GPT-2 small's
+  width with half the layers on half the sequence, is what a CUDA build's page times.
 
 >>> DEVICE_KINDS
 ('cpu', 'mps', 'cuda')
@@ -38,159 +46,67 @@ ValueError: device='tpu' must be cpu, mps or cuda
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from gpulesson.units import GIB, MIB
+from gpulesson import schema_check
+from gpulesson.units import parse_size
 
+TABLE = Path(__file__).with_name("plans.json")
+SCHEMA = Path(__file__).with_name("plans.schema.json")
 DEVICE_KINDS = ("cpu", "mps", "cuda")
-MEASUREMENTS = ("bench", "alignment", "decode", "decode_quick")
+MEASUREMENTS = (
+    "bench",
+    "alignment",
+    "decode",
+    "decode_quick",
+    "matmul",
+    "matmul_quick",
+    "matmul_sweep_quick",
+    "device",
+    "device_quick",
+    "step",
+    "step_quick",
+    "roofline_quick",
+    "train_step",
+    "tf32",
+    "tf32_quick",
+)
 
-PLANS: dict[str, dict[str, dict[str, Any]]] = {
-    "cpu": {
-        "bench": {
-            "sweep_budget_s": 2.5,
-            "sweep_max_n": 2048,
-            "min_run_time_s": 0.1,
-            "illusion_n": 1024,
-            "stream_bytes": 64 * MIB,
-            "small_matmul_n": 64,
-            "large_matmul_n": 1024,
-        },
-        "alignment": {
-            "square_n": 512,
-            "tokens": 32,
-            "hidden": 64,
-            "dtypes": ("fp32",),
-            "rounds": 7,
-            "calls_per_sample": 1,
-            "threads": 1,
-        },
-        "decode": {
-            "config": {"vocab_size": 4096, "seq_len": 64, "hidden": 512, "heads": 8, "layers": 8},
-            "dtype": "fp32",
-            "batches": (1, 4, 16, 64),
-            "prompt_tokens": 4,
-            "new_tokens": 6,
-            "warmup_steps": 1,
-            "bandwidth_bytes": 64 * MIB,
-            "matmul_n": 1024,
-            "threads": 1,
-        },
-        "decode_quick": {
-            "config": {"vocab_size": 4096, "seq_len": 64, "hidden": 512, "heads": 8, "layers": 8},
-            "dtype": "fp32",
-            "batches": (1, 16),
-            "prompt_tokens": 4,
-            "new_tokens": 6,
-            "warmup_steps": 1,
-            "bandwidth_bytes": 64 * MIB,
-            "matmul_n": 512,
-            "threads": 1,
-        },
-    },
-    "mps": {
-        "bench": {
-            "sweep_budget_s": 6.0,
-            "sweep_max_n": 8192,
-            "min_run_time_s": 0.1,
-            "illusion_n": 4096,
-            "stream_bytes": 256 * MIB,
-            "small_matmul_n": 64,
-            "large_matmul_n": 4096,
-        },
-        "alignment": {
-            "square_n": 4096,
-            "tokens": 2048,
-            "hidden": 768,
-            "dtypes": ("fp32", "fp16"),
-            "rounds": 7,
-            "calls_per_sample": 3,
-        },
-        "decode": {
-            "config": {
-                "vocab_size": 32000,
-                "seq_len": 128,
-                "hidden": 2048,
-                "heads": 16,
-                "layers": 8,
-            },
-            "dtype": "fp16",
-            "batches": (1, 8, 32, 128),
-            "prompt_tokens": 16,
-            "new_tokens": 16,
-            "warmup_steps": 3,
-            "bandwidth_bytes": 256 * MIB,
-            "matmul_n": 4096,
-        },
-        "decode_quick": {
-            "config": {
-                "vocab_size": 32000,
-                "seq_len": 128,
-                "hidden": 2048,
-                "heads": 16,
-                "layers": 4,
-            },
-            "dtype": "fp16",
-            "batches": (1, 32),
-            "prompt_tokens": 16,
-            "new_tokens": 8,
-            "warmup_steps": 2,
-            "bandwidth_bytes": 256 * MIB,
-            "matmul_n": 2048,
-        },
-    },
-    "cuda": {
-        "bench": {
-            "sweep_budget_s": 8.0,
-            "sweep_max_n": 16384,
-            "min_run_time_s": 0.1,
-            "illusion_n": 4096,
-            "stream_bytes": 1024 * MIB,
-            "small_matmul_n": 64,
-            "large_matmul_n": 8192,
-        },
-        "alignment": {
-            "square_n": 4096,
-            "tokens": 8192,
-            "hidden": 768,
-            "dtypes": ("fp32", "bf16", "fp16"),
-            "rounds": 9,
-            "calls_per_sample": 5,
-        },
-        "decode": {
-            "config": {
-                "vocab_size": 32000,
-                "seq_len": 128,
-                "hidden": 5120,
-                "heads": 40,
-                "layers": 8,
-            },
-            "dtype": "fp16",
-            "batches": (1, 16, 64, 256),
-            "prompt_tokens": 32,
-            "new_tokens": 16,
-            "warmup_steps": 3,
-            "bandwidth_bytes": GIB,
-            "matmul_n": 8192,
-        },
-        "decode_quick": {
-            "config": {
-                "vocab_size": 32000,
-                "seq_len": 128,
-                "hidden": 2048,
-                "heads": 16,
-                "layers": 8,
-            },
-            "dtype": "fp16",
-            "batches": (1, 16, 64),
-            "prompt_tokens": 16,
-            "new_tokens": 8,
-            "warmup_steps": 2,
-            "bandwidth_bytes": 512 * MIB,
-            "matmul_n": 4096,
-        },
-    },
-}
+
+def _fields(label: str, row: dict[str, Any]) -> dict[str, Any]:
+    """One row's fields as a plan takes them: sizes in bytes, lists as tuples."""
+    out: dict[str, Any] = {}
+    for name, value in row.items():
+        if name.endswith("_bytes") and isinstance(value, str):
+            try:
+                value = parse_size(value)
+            except ValueError as exc:
+                raise ValueError(f"{label}: {name}: {exc}") from None
+        out[name] = tuple(value) if isinstance(value, list) else value
+    return out
+
+
+def load(path: Path = TABLE) -> dict[str, dict[str, dict[str, Any]]]:
+    """The plan table of a file like ``plans.json``, checked: ``{device: {measurement: sizes}}``.
+
+    Raises ``ValueError`` naming the file, the device, the measurement and the field.
+
+    >>> load()["cuda"]["device"]["bandwidth_bytes"] == 2**30
+    True
+    """
+    data = schema_check.load_json(path, SCHEMA)
+    return {
+        device: {
+            m: _fields(schema_check.where(path.name, ("plans", device, m), None), row)
+            for m, row in rows.items()
+        }
+        for device, rows in data["plans"].items()
+    }
+
+
+# The table: gpulesson/timing/plans.json, read once.
+PLANS: dict[str, dict[str, dict[str, Any]]] = load()
 
 
 def sizes(device: str, measurement: str) -> dict[str, Any]:
@@ -199,4 +115,21 @@ def sizes(device: str, measurement: str) -> dict[str, Any]:
         raise ValueError(f"device={device!r} must be {', '.join(DEVICE_KINDS[:-1])} or cuda")
     if measurement not in MEASUREMENTS:
         raise ValueError(f"measurement={measurement!r} must be one of {', '.join(MEASUREMENTS)}")
+    if measurement not in PLANS[device]:
+        raise ValueError(f"{TABLE.name} has no {measurement} plan for {device}: add one there")
     return dict(PLANS[device][measurement])
+
+
+def by_run(measurement: str) -> dict[tuple[str, bool], dict[str, Any]]:
+    """``{(device, quick): sizes}`` of a measurement that has a row ``<measurement>_quick``,
+    on each device kind whose table has the measurement.
+
+    >>> by_run("step")[("cpu", True)]["batch"], sorted(by_run("decode"))[:2]
+    (2, [('cpu', False), ('cpu', True)])
+    """
+    return {
+        (device, quick): sizes(device, f"{measurement}_quick" if quick else measurement)
+        for device in DEVICE_KINDS
+        if measurement in PLANS[device]
+        for quick in (False, True)
+    }
