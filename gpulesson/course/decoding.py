@@ -1,16 +1,11 @@
 """The lesson ``decoding.md``: its renderers and texts.
 
 Its pictures and tables: the decode sweep and its ceilings, GPU bounds, KV-cache growth and
-the serving reservation.
-
-Rendering for the decoding lesson: decode sweeps, GPU bounds, KV cache growth, reservations.
-
-Compute functions in :mod:`gpulesson.timing.decode` (measured) and
-:mod:`gpulesson.timing.serving` (arithmetic) return the objects rendered here; these
-functions only format their fields and properties as Markdown tables and charts, and
-compute no figure of their own. Units are in every column header: tokens/s, MB
-(10^6 bytes) for bytes per step, GB/s (10^9) for bandwidths, KiB and GiB (2^10, 2^30)
-for cache sizes. Used by the lesson ``decoding.md``.
+the serving reservation, from the results of :mod:`gpulesson.timing.decode` (measured) and
+:mod:`gpulesson.timing.serving` (arithmetic). The functions format those results' fields
+and properties and compute no figure of their own. Units are in every column header:
+tokens/s, MB (10^6 bytes) for bytes per step, GB/s (10^9) for bandwidths, KiB and GiB
+(2^10, 2^30) for cache sizes.
 
 >>> from gpulesson.timing.serving import reservation
 >>> print(reservation_markdown(reservation(80 * 2**30, 16 * 10**9, 131072)).splitlines()[2])

@@ -1,16 +1,12 @@
 """The lesson ``feeding.md``: its renderers and texts.
 
-Its pictures and tables: the loader runs, fusion, hidden syncs and the measured GPU rows
-(the host copies and the copy call among them).
-
-Rendering for the lesson "Feeding the GPU": loader runs, fusion, shapes, syncs, GPU rows.
-
-The compute modules (:mod:`gpulesson.timing.loader`, :mod:`~gpulesson.timing.fusion`,
-:mod:`~gpulesson.timing.alignment`, :mod:`~gpulesson.timing.syncs`) return the result
-objects rendered here; these functions format their fields and properties as Markdown
-tables and compute no figure of their own. One unit per column, named in the header.
-Used by the lesson ``feeding.md``, whose claims about these figures are Markdown blocks
-(:mod:`gpulesson.site.claim_fence`), one rule each, never chosen by the number.
+Its pictures and tables: the loader runs, fusion, shapes, hidden syncs and the measured GPU
+rows (the host copies and the copy call among them), from the results of
+:mod:`gpulesson.timing.loader`, :mod:`~gpulesson.timing.fusion`,
+:mod:`~gpulesson.timing.alignment` and :mod:`~gpulesson.timing.syncs`. The functions
+format those results' fields and properties and compute no figure of their own; one unit
+per column, named in the header. The lesson's claims about these figures are Markdown
+blocks (:mod:`gpulesson.site.claim_fence`), one rule each, never chosen by the number.
 
 >>> from gpulesson.timing.syncs import SyncCheck
 >>> print(syncs_markdown((SyncCheck(name="loss.item()", hidden_sync=True, warnings=1),)))

@@ -1,12 +1,10 @@
 """The lesson ``inside-gpu.md``: its renderers and texts.
 
-Its pictures and tables: the GPU limits, the cache sweep, strides, occupancy, waves,
-attention traffic, quantization error and the matmul shapes (also used by ``feeding.md``).
-
-Markdown for the lesson ``lessons/inside-gpu.md``: tables of the :mod:`gpulesson.inside`
-results, the occupancy lab's container, and the low-precision tables.
-
-Every data field goes through :func:`gpulesson.text.inert`; URLs come from package data.
+Its pictures and tables, from the results of :mod:`gpulesson.inside`: the GPU limits, the
+cache sweep, strides, occupancy (and the occupancy lab's container), waves, attention
+traffic, quantization error, the low-precision tables and the matmul shapes (also used by
+``feeding.md``). Every data field goes through :func:`gpulesson.text.inert`; URLs come
+from package data.
 
 >>> from gpulesson.inside.occupancy import occupancy
 >>> o = occupancy("8.0", threads_per_block=256, registers_per_thread=32)

@@ -1,24 +1,19 @@
 """The lesson ``mixed-precision.md``: its renderers and texts.
 
-Its pictures and tables: format ranges, casts, loss scaling, the trace, matmul errors, GPU
-figures, hardware support and the low-precision formats.
-
-Markdown for the lesson "Mixed precision in practice": tables of what the modules computed.
-
-One job: turn the results of :mod:`gpulesson.precision` (format ranges, casts, a dtype
-trace, matmul errors, GradScaler steps, NaN checks, hardware rows, saved bytes, step
-timings, GPU figures) into Markdown. Nothing here computes a figure: pages compute,
-then hand the results over. One display unit per column, named in the header.
+Its pictures and tables, from the results of :mod:`gpulesson.precision`: format ranges,
+casts, loss scaling, the dtype trace, matmul errors, GradScaler steps, NaN checks, hardware
+support, saved bytes, step timings, GPU figures and the low-precision formats. Nothing here
+computes a figure: pages compute, then hand the results over. One display unit per column,
+named in the header.
 
 >>> from gpulesson.precision.formats import format_ranges
 >>> ranges_markdown(format_ranges()).splitlines()[2].startswith("| fp32 | 8 | 23 |")
 True
 
-The mixed-precision lesson's rows below 16 bits: fp8, MXFP8 and FP4, as a Markdown table.
-
-Layouts and scaling from :data:`gpulesson.precision.formats.LOW_PRECISION_FORMATS`; the
-largest value from ``torch.finfo`` where this torch has the dtype; the GPUs that run fp8 at
-full rate, with their dense fp8 peak, from the course's datasheet table.
+The rows below 16 bits (fp8, MXFP8 and FP4): layouts and scaling from
+:data:`gpulesson.precision.formats.LOW_PRECISION_FORMATS`; the largest value from
+``torch.finfo`` where this torch has the dtype; the GPUs that run fp8 at full rate, with
+their dense fp8 peak, from the course's datasheet table.
 
 >>> print(low_precision_markdown().splitlines()[2][:40])
 | fp8 E4M3 | 4 | 3 | 448 (torch.finfo) |

@@ -1,14 +1,13 @@
 """The lesson ``multi-gpu.md``: its renderers and texts.
 
 Its pictures and tables: the ring, the links, the all-reduce sweep, ZeRO, tensor parallelism
-and the pipeline bubble.
+and the pipeline bubble. They format what :mod:`gpulesson.timing.allreduce` measured and
+predicted, and what :mod:`gpulesson.memory.comm` and :mod:`gpulesson.memory.parallel`
+compute; nothing here computes a figure of its own. Units are in the column headers.
 
-Render an all-reduce sweep: bandwidths by message size beside the ring formula's time.
-
-One job: format what :mod:`gpulesson.timing.allreduce` measured and predicted as Markdown;
-nothing here computes a figure of its own. Units are in the column headers: message sizes
-in KiB or MiB (2^10, 2^20 bytes), times in microseconds, bandwidths in GB/s (10^9 bytes
-per second). Used by the lesson ``multi-gpu.md``.
+The all-reduce sweep: bandwidths by message size beside the ring formula's time, message
+sizes in KiB or MiB (2^10, 2^20 bytes), times in microseconds, bandwidths in GB/s (10^9
+bytes per second).
 
 >>> from gpulesson.timing.allreduce import AllReduceSweep, AllReduceTiming, ring_predictions
 >>> sweep = AllReduceSweep(backend="gloo", device="cpu", ranks=2, dtype="fp32",
@@ -17,13 +16,9 @@ per second). Used by the lesson ``multi-gpu.md``.
 >>> print(sweep_markdown(sweep, ring_predictions(sweep)).splitlines()[-1])
 | 1 MiB | 1 | 2,000 | 0.524 | 0.524 | 2,000 | 1.0 |
 
-Render the multi-GPU lesson's arithmetic: ring shares, link times, ZeRO stages, TP, bubbles.
-
-One job: format what :mod:`gpulesson.memory.comm` and :mod:`gpulesson.memory.parallel`
-compute as Markdown tables; nothing here computes a figure of its own. Bytes are in GB
+The lesson's arithmetic (ring shares, link times, ZeRO stages, TP, bubbles): bytes in GB
 (10^9) or, for activations that are powers of two, MiB and GiB (2^20, 2^30); bandwidths
-in GB/s (10^9 bytes per second); times in milliseconds. Used by the lesson
-``lessons/multi-gpu.md``.
+in GB/s (10^9 bytes per second); times in milliseconds.
 
 >>> from gpulesson.memory.comm import ring_rows
 >>> print(ring_markdown(ring_rows(14e9, (2, 8))).splitlines()[-1])

@@ -1,14 +1,10 @@
 """The lesson ``profiling.md``: its renderers and texts.
 
-Its pictures and tables: the profiler's op tables, regions, first and steady steps, memory
-and snapshot.
-
-Render profiles of :mod:`gpulesson.timing.profile` as Markdown tables and a trace download.
-
-The functions only format: every figure they print is a field, property or method result
-of a :class:`~gpulesson.timing.profile.StepProfile` (or a snapshot summary). Times are
-shown in milliseconds, memory in MiB (2**20 bytes): the profiler's own table divides by
-1024 too but labels the result "MB". Used by the lesson ``lessons/profiling.md``.
+Its pictures and tables: the profiler's op tables, regions, first and steady steps, memory,
+the snapshot and the trace download. The functions only format: every figure they print
+is a field, property or method result of a :class:`~gpulesson.timing.profile.StepProfile`
+(or a snapshot summary). Times are shown in milliseconds, memory in MiB (2**20 bytes):
+the profiler's own table divides by 1024 too but labels the result "MB".
 
 >>> from gpulesson.timing.profile import OpStat, StepProfile
 >>> row = OpStat(name="aten::mm", kind="op", calls=4, self_cpu_s=0.03, total_cpu_s=0.03,
