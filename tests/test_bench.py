@@ -493,13 +493,8 @@ def test_progress_only_on_a_terminal_and_only_for_long_runs():
 SNIPPET = REPO / "snippets" / "sync_benchmark.py"
 
 
-def test_sync_benchmark_snippet_prints_times_and_the_ratio():
-    result = subprocess.run(
-        [sys.executable, str(SNIPPET), "--size", "64", "--repeats", "3"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_sync_benchmark_snippet_prints_times_and_the_ratio(run_snippet):
+    result = run_snippet("sync_benchmark.py", "--size", "64", "--repeats", "3")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "matrix size 64, 5.24e+05 FLOPs per matmul, median of 3 runs" in out

@@ -33,6 +33,15 @@ def fresh_build():
     build_bundle.reset()
 
 
+@pytest.fixture(scope="module")
+def launch_row() -> bundle_module.Measurement:
+    """The one row of ``build_bundle.measure(ENTRY, "cpu")`` in this process, for the tests
+    that record and write a block's measurements: measured once, read, never changed."""
+    (m,) = build_bundle.measure(ENTRY, "cpu")
+    build_bundle.end_block()
+    return m
+
+
 def _measuring_page(counter: Path) -> str:
     return (
         '# P\n\n```python exec="on" id="launch"\n'
@@ -125,18 +134,15 @@ def test_a_file_an_entry_makes_reaches_its_block_and_a_later_one_fresh_and_cache
 
 
 def test_the_bundle_validates_names_this_machine_and_compare_reads_it(
-    tmp_path, fresh_build, run_cli
+    tmp_path, fresh_build, run_cli, launch_row
 ):
     data = {
         "device": "cpu",
         "entry": ENTRY,
         "wall_s": 0.2,
-        "measurements": [
-            bundle_module.measurement_to_dict(m) for m in build_bundle.measure(ENTRY, "cpu")
-        ],
+        "measurements": [bundle_module.measurement_to_dict(launch_row)],
         "skipped": [],
     }
-    build_bundle.end_block()
     build_bundle.record("lessons/timing.md", "timing-launch", [data])
     report = probe.probe()
     assert build_bundle.write(tmp_path, report) == []
@@ -164,9 +170,10 @@ def test_an_entry_measured_by_a_second_block_is_a_build_error_naming_both(fresh_
     assert "block 'first' on a.md already did" in caplog.text
 
 
-def test_a_bundle_that_does_not_validate_is_not_written_and_says_where(tmp_path, fresh_build):
-    (m,) = build_bundle.measure(ENTRY, "cpu")
-    build_bundle.end_block()
+def test_a_bundle_that_does_not_validate_is_not_written_and_says_where(
+    tmp_path, fresh_build, launch_row
+):
+    m = launch_row
     bad = bundle_module.measurement_to_dict(m) | {"value": max(m.samples) * 10}  # past them
     build_bundle.record(
         "p.md",
@@ -179,13 +186,14 @@ def test_a_bundle_that_does_not_validate_is_not_written_and_says_where(tmp_path,
 
 
 def test_a_rebuild_with_the_same_figures_skips_validation_and_a_changed_one_does_not(
-    tmp_path, fresh_build, monkeypatch
+    tmp_path, fresh_build, monkeypatch, launch_row
 ):
     """mkdocs serve writes the bundle on every rebuild: the same figures (only the time they
     were written differs) are validated once per process, changed figures every time."""
-    (m,) = build_bundle.measure(ENTRY, "cpu")
-    build_bundle.end_block()
+    m = launch_row
     good = bundle_module.measurement_to_dict(m)
+    # as in a fresh process: another test may have written this row (the module's) already
+    monkeypatch.setattr(build_bundle, "_valid", set())
 
     def record(row: dict) -> None:  # the same block again, as a rebuild records it
         entry = {"device": "cpu", "entry": ENTRY, "wall_s": 0.1, "skipped": []}
@@ -207,12 +215,11 @@ def test_a_rebuild_with_the_same_figures_skips_validation_and_a_changed_one_does
 
 
 def test_writing_the_bundle_imports_no_torch_and_names_the_worker_s_thread_count(
-    tmp_path, fresh_build
+    tmp_path, fresh_build, launch_row
 ):
     """The build's own process writes the bundle from what its worker reported (the probe, and
     torch's thread count where the suite ran), so it never imports torch itself."""
-    (m,) = build_bundle.measure(ENTRY, "cpu")
-    build_bundle.end_block()
+    m = launch_row
     block = {"device": "cpu", "entry": ENTRY, "wall_s": 0.1, "skipped": []}
     block["measurements"] = [bundle_module.measurement_to_dict(m)]
     worker_threads = torch.get_num_threads() + 3  # not the count this process would read

@@ -44,10 +44,18 @@ def test_the_step_is_sized_by_device_dtype_and_memory():
     assert mps.config.attention == "eager"  # the counter has no formula for MPS's SDPA
 
 
-def test_a_cpu_run_records_counted_flops_over_the_median_as_a_peak_flops_row(monkeypatch):
-    monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
-    monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
-    m, *matmuls = entries_compute.run_train_step(Context(CPU, quick=True))
+@pytest.fixture(scope="module")
+def small_cpu_rows():
+    """The train_step entry's rows on this CPU (``--quick``) for the SMALL model at batch 2:
+    measured once, read by the tests of the rows and of their round trip."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(entries_compute, "PAGE_CONFIG", SMALL)
+        mp.setattr(entries_compute, "PAGE_BATCH", 2)
+        return tuple(entries_compute.run_train_step(Context(CPU, quick=True)))
+
+
+def test_a_cpu_run_records_counted_flops_over_the_median_as_a_peak_flops_row(small_cpu_rows):
+    m, *matmuls = small_cpu_rows
     assert (m.name, m.entry, m.unit, m.dtype, m.limit) == (
         "train_step.fp32",
         "train_step",
@@ -69,13 +77,11 @@ def test_a_cpu_run_records_counted_flops_over_the_median_as_a_peak_flops_row(mon
     assert fastest.value == max(x.value for x in matmuls) and fastest.params["n"] == 1024
 
 
-def test_the_cpu_mfu_round_trips_through_bundle_measurements(monkeypatch):
+def test_the_cpu_mfu_round_trips_through_bundle_measurements(small_cpu_rows):
     from gpulesson.memory.compute_step import cpu_mfu
     from gpulesson.timing.peak import CpuFacts
 
-    monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
-    monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
-    rows = entries_compute.run_train_step(Context(CPU, quick=True))
+    rows = small_cpu_rows
     bundle = load(REPO / "tests" / "fixtures" / "bundles" / "fixture_h100.json")
     checked = validate(to_dict(replace(bundle, measurements=tuple(rows))))
     chip = CpuFacts(

@@ -24,8 +24,7 @@ from gpulesson.results.bundle import (
 from gpulesson.results.compare import Sourced
 from gpulesson.results.suite import Context, Device
 from gpulesson.timing import alignment, fusion, loader, syncs
-from gpulesson.timing.launch import measure_launch_overhead
-from tests.conftest import REPO, quick_cpu_bundle
+from tests.conftest import REPO, keep_calls, quick_cpu_bundle
 
 CPU = Device(
     type="cpu", name="cpu", total_bytes=8 * 2**30, free_bytes=4 * 2**30, count=0, capability=None
@@ -45,15 +44,33 @@ def _valid(measured: list[Measurement]) -> None:
     assert all(NAME.match(m.name) for m in measured), [m.name for m in measured]
 
 
+#: The lesson's functions the loader and fusion entries call, kept by ``feeding_run``.
+MEASURING = (
+    "measure_loader",
+    "measure_overhead_rounds",
+    "measure_launch_overhead",
+    "measure_fusion",
+)
+
+
 @pytest.fixture(scope="module")
-def loader_and_fusion(tmp_path_factory: pytest.TempPathFactory):
+def feeding_run(tmp_path_factory: pytest.TempPathFactory):
     """One ``gpulesson measure --quick --only loader,fusion --out FILE`` on this CPU: the
     bundle file, read back (schema, consistency and plausibility checked), for the tests of
-    both entries' rows."""
+    both entries' rows; and each call the entries made of the lesson's functions
+    (``keep_calls``: args, kwargs, result), for the round trips."""
     out = tmp_path_factory.mktemp("feeding") / "bundle.json"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(entries_feeding, "QUICK_LOADER", TINY_LOADER)
-        return quick_cpu_bundle(out, "loader,fusion")
+        kept = {name: keep_calls(mp, entries_feeding, name) for name in MEASURING}
+        bundle = quick_cpu_bundle(out, "loader,fusion")
+    return bundle, kept
+
+
+@pytest.fixture(scope="module")
+def loader_and_fusion(feeding_run):
+    """The bundle of :func:`feeding_run`."""
+    return feeding_run[0]
 
 
 def _entry_rows(bundle, entry: str) -> list[Measurement]:
@@ -114,8 +131,9 @@ def test_the_full_loader_plan_is_the_lesson_s():
     assert entries_feeding.FULL_LOADER == loader.LoaderPlan(epochs=5)
 
 
-def test_the_loader_entry_round_trips_through_bundle_measurements():
-    measured = loader.measure_loader(plan=TINY_LOADER)
+def test_the_loader_entry_round_trips_through_bundle_measurements(feeding_run):
+    ((args, kwargs, measured),) = feeding_run[1]["measure_loader"]  # the entry's own run
+    assert args == () and kwargs == {"plan": TINY_LOADER}
     rows = entries_feeding.loader_measurements(measured)
     back = entries_feeding.loader_from_measurements(_through_json(rows))
     assert back == measured  # same runs, samples, gaps, first batches: the same page
@@ -144,14 +162,12 @@ def test_fusion_rows_are_eager_compiled_and_the_compile(loader_and_fusion):
     _valid(rows)
 
 
-def test_the_fusion_entry_round_trips_through_bundle_measurements():
-    plan = entries_feeding.FusionPlan(rounds=3, round_time_s=0.002, tiny_op_time_s=0.005)
+def test_the_fusion_entry_round_trips_through_bundle_measurements(feeding_run):
     assert entries_feeding.FUSION_PLANS[False] == entries_feeding.FusionPlan()  # the lesson's
-    rounds = fusion.measure_overhead_rounds(
-        "cpu", n=16, threads=plan.threads, rounds=plan.rounds, min_run_time_s=plan.round_time_s
-    )
-    tiny = measure_launch_overhead("cpu", threads=1, min_run_time_s=plan.tiny_op_time_s)
-    chain = fusion.measure_fusion("cpu", n=16, min_run_time_s=0.01)
+    kept = feeding_run[1]  # what the entry's own calls returned: measured once, on this CPU
+    ((_, _, rounds),) = kept["measure_overhead_rounds"]
+    ((_, _, tiny),) = kept["measure_launch_overhead"]
+    ((_, _, chain),) = kept["measure_fusion"]
     rows = entries_feeding.fusion_measurements(chain, tiny, rounds)
     _valid(rows)
     back = entries_feeding.fusion_from_measurements(_through_json(rows))

@@ -12,6 +12,7 @@ payload, and the page's data blocks still parse to the data they were written fr
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -83,27 +84,40 @@ def _bundles(payload: str | None) -> tuple[Sourced, ...]:
     return tuple(out)
 
 
+def _use(monkeypatch: pytest.MonkeyPatch, bundles: tuple[Sourced, ...]) -> None:
+    """The site's loader returns ``bundles`` (hostile ones bypass the bundle loader)."""
+
+    def load_dir(folder: Path, source: str) -> tuple[Sourced, ...]:
+        return tuple(b for b in bundles if b.source == source)
+
+    monkeypatch.setattr(results_pages, "load_dir", load_dir)
+
+
 @pytest.fixture
 def use_bundles(monkeypatch: pytest.MonkeyPatch):
     """The site's loader returns the given bundles (hostile ones bypass the bundle loader)."""
 
     def use(bundles: tuple[Sourced, ...]) -> None:
-        def load_dir(folder: Path, source: str) -> tuple[Sourced, ...]:
-            return tuple(b for b in bundles if b.source == source)
-
-        monkeypatch.setattr(results_pages, "load_dir", load_dir)
+        _use(monkeypatch, bundles)
 
     return use
 
 
-def _site_markdown() -> markdown.Markdown:
-    """Python-Markdown with the extensions and settings of mkdocs.yml."""
+@functools.cache
+def _site_extensions() -> tuple[list[str], dict[str, Any]]:
+    """The Markdown extensions of mkdocs.yml and their settings (the file, read once)."""
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text())
     names, settings = [], {}
     for entry in config["markdown_extensions"]:
         name, options = next(iter(entry.items())) if isinstance(entry, dict) else (entry, {})
         names.append(name)
         settings[name] = options or {}
+    return names, settings
+
+
+def _site_markdown() -> markdown.Markdown:
+    """Python-Markdown with the extensions and settings of mkdocs.yml (a fresh one each time)."""
+    names, settings = copy.deepcopy(_site_extensions())
     return markdown.Markdown(extensions=names, extension_configs=settings)
 
 
@@ -178,10 +192,21 @@ def _assert_inert(parsed: _Elements, benign: _Elements, where: str) -> None:
             assert not target.startswith(("http:", "https:", "//")), f"{where}: remote {value}"
 
 
+@pytest.fixture(scope="module")
+def benign_pages() -> dict[str, str]:
+    """:func:`_pages` of the fixture bundles with their own strings: what every payload's
+    pages are compared with, rendered once."""
+    bundles = _bundles(None)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _use(monkeypatch, bundles)
+        return _pages(bundles)
+
+
 @pytest.mark.parametrize("payload", PAYLOADS + CONTROL_PAYLOADS)
-def test_a_hostile_string_in_every_field_adds_nothing_to_the_pages(payload, use_bundles):
-    use_bundles(_bundles(None))
-    benign = {name: _parse(html) for name, html in _pages(_bundles(None)).items()}
+def test_a_hostile_string_in_every_field_adds_nothing_to_the_pages(
+    payload, use_bundles, benign_pages
+):
+    benign = {name: _parse(html) for name, html in benign_pages.items()}
     hostile = _bundles(payload)
     use_bundles(hostile)
     pages = _pages(hostile)
@@ -198,12 +223,10 @@ def test_a_hostile_string_in_every_field_adds_nothing_to_the_pages(payload, use_
     assert data["references"][0]["device"] == payload  # the data keeps the string as it is
 
 
-def test_the_fixture_bundles_strings_reach_the_pages_as_they_are(use_bundles):
+def test_the_fixture_bundles_strings_reach_the_pages_as_they_are(benign_pages):
     """The benign side of the comparison above: names, versions and labels shown literally."""
-    bundles = _bundles(None)
-    use_bundles(bundles)
-    text = "".join(_parse(_pages(bundles)["results"]).text)
-    for b in bundles:
+    text = "".join(_parse(benign_pages["results"]).text)
+    for b in _bundles(None):
         p = b.bundle.provenance
         assert p.device_name in text and p.torch_version in text and p.driver_version in text
 

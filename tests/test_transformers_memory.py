@@ -25,15 +25,18 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 TINY = GPT2Config(vocab_size=256, seq_len=64, hidden=64, heads=4, layers=2)
 
 
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a connection fails the test."""
-
+def _refuse_connections(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError(f"network access attempted: {args!r}")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+    _refuse_connections(monkeypatch)
 
 
 def test_the_model_is_built_from_a_config_offline(no_network):
@@ -52,23 +55,40 @@ def test_the_model_is_built_from_a_config_offline(no_network):
     assert loss.ndim == 0 and torch.isfinite(loss)
 
 
+#: The small model both fake-tensor tests below measure, with SGD at batch 2.
+SMALL = GPT2Config(vocab_size=128, seq_len=32, hidden=32, heads=2, layers=2)
+
+
+@pytest.fixture(scope="module")
+def small_sdpa_fake():
+    """``measure_transformers_gpt2`` of SMALL (SDPA attention, the default) with fake tensors,
+    offline: measured once, read by the two tests that compare it."""
+    with pytest.MonkeyPatch.context() as mp:
+        _refuse_connections(mp)
+        return measure_transformers_gpt2(SMALL, batch=2, mode="fake", optimizer="sgd")
+
+
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-def test_fake_tensors_measure_what_real_cpu_tensors_measure(attention, no_network):
+def test_fake_tensors_measure_what_real_cpu_tensors_measure(attention, no_network, small_sdpa_fake):
     config = GPT2Config(
         vocab_size=128, seq_len=32, hidden=32, heads=2, layers=2, attention=attention
     )
-    fake = measure_transformers_gpt2(config, batch=2, mode="fake", optimizer="sgd")
+    if config == SMALL:
+        fake = small_sdpa_fake
+    else:
+        fake = measure_transformers_gpt2(config, batch=2, mode="fake", optimizer="sgd")
     real = measure_transformers_gpt2(config, batch=2, mode="cpu", optimizer="sgd")
     assert real.method != fake.method
     assert fake.phase_peaks_bytes == real.phase_peaks_bytes
 
 
-def test_without_the_mask_decision_fake_tensors_would_keep_a_mask_per_layer(monkeypatch):
+def test_without_the_mask_decision_fake_tensors_would_keep_a_mask_per_layer(
+    monkeypatch, small_sdpa_fake
+):
     """Why real_run_masks exists: transformers cannot read fake position ids."""
-    config = GPT2Config(vocab_size=128, seq_len=32, hidden=32, heads=2, layers=2)
-    patched = measure_transformers_gpt2(config, batch=2, mode="fake", optimizer="sgd")
+    patched = small_sdpa_fake
     monkeypatch.setattr(transformers_gpt2, "real_run_masks", _unchanged)
-    unpatched = measure_transformers_gpt2(config, batch=2, mode="fake", optimizer="sgd")
+    unpatched = measure_transformers_gpt2(SMALL, batch=2, mode="fake", optimizer="sgd")
     assert unpatched.peak_bytes > patched.peak_bytes
 
 
