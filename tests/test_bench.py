@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import itertools
 import json
 import math
 import os
@@ -625,3 +626,19 @@ def test_time_samples_keeps_at_least_min_samples_on_a_busy_machine():
     assert len(samples) >= bench.MIN_SAMPLES
     assert calls >= 1
     assert all(s > 0 for s in samples)
+
+
+def test_time_in_turns_times_each_function_in_alternating_blocks():
+    """A burst of other work must land on both functions alike: after each one's warm-up and
+    block-size pick, their timed blocks alternate (timed one after the other, they would not)."""
+    order: list[str] = []
+    (a_s, a_n), (b_s, b_n) = bench.time_in_turns(
+        [lambda: order.append("a"), lambda: order.append("b")], "cpu", 1, min_run_time_s=0.005
+    )
+    runs = [name for name, _ in itertools.groupby(order)]
+    assert runs[:2] == ["a", "b"]  # each one's warm-up and block-size pick
+    turns = runs[2:]
+    assert len(turns) >= 2 and turns == ["a", "b"] * (len(turns) // 2)
+    assert len(a_s) == len(b_s) == 1 + len(turns) // 2  # the pick's block, then one a turn
+    assert len(a_s) >= bench.MIN_SAMPLES
+    assert a_n >= 1 and b_n >= 1 and all(t > 0 for t in a_s + b_s)

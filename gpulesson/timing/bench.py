@@ -208,6 +208,50 @@ def time_samples(
     return tuple(times), number
 
 
+def time_in_turns(
+    fns: Sequence[Callable[[], Any]],
+    device: str,
+    threads: int,
+    min_run_time_s: float = 0.2,
+    warmup: int = 2,
+) -> list[tuple[tuple[float, ...], int]]:
+    """Time several functions in turns, one block of each per turn; for each, as
+    :func:`time_samples` gives it: (seconds per call, calls per sample).
+
+    Timed one after the other, two functions can see different machines: a burst of other
+    work during one of them moves their ratio several-fold. In turns, each turn times every
+    function within a few milliseconds, so a burst slows them alike and the medians keep
+    their ratio. Each function's block size is picked once (``blocked_autorange`` over a
+    tenth of the time), then turns run until ``min_run_time_s`` per function has passed and
+    each has at least ``MIN_SAMPLES`` blocks.
+
+    >>> (fast, n_fast), (slow, n_slow) = time_in_turns(
+    ...     [lambda: None, lambda: sum(range(2000))], "cpu", 1, min_run_time_s=0.01)
+    >>> len(fast) == len(slow) >= MIN_SAMPLES and n_fast >= n_slow
+    True
+    """
+    benchmark = import_benchmark()
+    timers, numbers, samples = [], [], []
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+        barrier(device)
+        timer = benchmark.Timer(
+            stmt="fn()", globals={"fn": fn}, timer=barrier_clock(device), num_threads=threads
+        )
+        first = timer.blocked_autorange(min_run_time=min_run_time_s / 10)
+        timers.append(timer)
+        numbers.append(int(first.number_per_run))
+        samples.append([float(first.times[0])])
+    spent = [0.0] * len(fns)
+    while min(spent) < min_run_time_s or min(len(s) for s in samples) < MIN_SAMPLES:
+        for i, (timer, number) in enumerate(zip(timers, numbers, strict=True)):
+            per_call = float(timer.timeit(number).times[0])
+            samples[i].append(per_call)
+            spent[i] += per_call * number
+    return [(tuple(s), n) for s, n in zip(samples, numbers, strict=True)]
+
+
 def naive_samples(
     fn: Callable[[], Any], device: str, repeats: int = 10, warmup: int = 2
 ) -> tuple[float, ...]:

@@ -13,9 +13,10 @@ generated kernel (C++ on a CPU, Triton on a GPU), so one call pays one overhead.
    not counted as this function's compile;
 2. compile :func:`pointwise_chain` and time its first call (the one-off compile, with a
    barrier on both sides), then check its output against eager's;
-3. time eager and compiled calls the course's way
-   (:func:`gpulesson.timing.bench.time_samples`: warm-up, barriers, many samples) at
-   ``threads`` threads (default 1: the tensors are small, and one thread keeps
+3. time eager and compiled calls the course's way, in turns
+   (:func:`gpulesson.timing.bench.time_in_turns`: warm-up, barriers, many samples, one
+   block of each per turn, so a burst of other work on a shared machine slows both alike)
+   at ``threads`` threads (default 1: the tensors are small, and one thread keeps
    OpenMP's thread wake-ups out of a comparison of per-call costs).
 
 :func:`measure_overhead_rounds` sets one eager op of the chain against a bare tiny op, the
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gpulesson.timing.bench import barrier, resolve_threads, time_samples
+from gpulesson.timing.bench import barrier, resolve_threads, time_in_turns, time_samples
 from gpulesson.timing.inputs import DEVICES
 from gpulesson.timing.results import Spread
 
@@ -274,8 +275,10 @@ def measure_fusion(
             f"the compiled chain differs from eager by {max_abs_diff:.3g} (more than "
             f"{CHAIN_TOLERANCE}): report it with your torch version, {torch.__version__}"
         )
-    eager_s, eager_calls = time_samples(lambda: pointwise_chain(x), device, threads, min_run_time_s)
-    comp_s, comp_calls = time_samples(lambda: compiled(x), device, threads, min_run_time_s)
+    # In turns, as the overhead rounds: a burst of other work slows both alike
+    (eager_s, eager_calls), (comp_s, comp_calls) = time_in_turns(
+        [lambda: pointwise_chain(x), lambda: compiled(x)], device, threads, min_run_time_s
+    )
     return FusionResult(
         device=device,
         n_elements=n,
