@@ -43,6 +43,14 @@ TEACHING_GPU = "t4"
 TEACHING_N = 5000
 
 
+def _fp32_peak_flop_per_s(gpu: str) -> float:
+    """``gpu``'s datasheet fp32 peak; ValueError for a row that states none."""
+    peak = datasheets.get(gpu).dense_flop_per_s("fp32")
+    if peak is None:
+        raise ValueError(f"datasheet row {gpu!r} states no fp32 peak: use a row that does")
+    return peak
+
+
 def peak_kernel_s(n: int = TEACHING_N, gpu: str = TEACHING_GPU) -> float:
     """Seconds for one n x n fp32 matmul (2n^3 FLOPs) at ``gpu``'s datasheet fp32 peak.
 
@@ -51,10 +59,7 @@ def peak_kernel_s(n: int = TEACHING_N, gpu: str = TEACHING_GPU) -> float:
     >>> round(peak_kernel_s() * 1e3, 1)  # 2.5 x 10^11 FLOPs at a T4's 8.1 TFLOP/s
     30.9
     """
-    peak = datasheets.get(gpu).dense_flop_per_s("fp32")
-    if peak is None:
-        raise ValueError(f"datasheet row {gpu!r} states no fp32 peak: use a row that does")
-    return 2.0 * n**3 / peak
+    return 2.0 * n**3 / _fp32_peak_flop_per_s(gpu)
 
 
 def kernel_basis(n: int = TEACHING_N, gpu: str = TEACHING_GPU) -> str:
@@ -63,10 +68,9 @@ def kernel_basis(n: int = TEACHING_N, gpu: str = TEACHING_GPU) -> str:
     >>> kernel_basis()
     'predicted: 2 × 5000³ FLOPs at the NVIDIA T4 datasheet fp32 peak, 8.1 TFLOP/s'
     """
-    peak_flop_per_s = 2.0 * n**3 / peak_kernel_s(n, gpu)  # its check: a row with no peak
     return (
         f"predicted: 2 × {n}³ FLOPs at the {datasheets.get(gpu).name} datasheet fp32 peak, "
-        f"{peak_flop_per_s / 1e12:.3g} TFLOP/s"
+        f"{_fp32_peak_flop_per_s(gpu) / 1e12:.3g} TFLOP/s"
     )
 
 
