@@ -180,6 +180,16 @@ def resolve_threads(threads: int | None) -> int:
     return check_threads(threads)
 
 
+def _warm_timer(fn: Callable[[], Any], device: str, threads: int, warmup: int) -> Any:
+    """``fn`` called ``warmup`` times, the device drained, and a ``Timer`` of it ready."""
+    for _ in range(warmup):
+        fn()
+    barrier(device)
+    return import_benchmark().Timer(
+        stmt="fn()", globals={"fn": fn}, timer=barrier_clock(device), num_threads=threads
+    )
+
+
 def time_samples(
     fn: Callable[[], Any],
     device: str,
@@ -194,12 +204,7 @@ def time_samples(
     busy machine a single block can use up the time, so blocks are added until
     there are at least ``MIN_SAMPLES``: a median and a spread need several.
     """
-    for _ in range(warmup):
-        fn()
-    barrier(device)
-    timer = import_benchmark().Timer(
-        stmt="fn()", globals={"fn": fn}, timer=barrier_clock(device), num_threads=threads
-    )
+    timer = _warm_timer(fn, device, threads, warmup)
     measurement = timer.blocked_autorange(min_run_time=min_run_time_s)
     number = int(measurement.number_per_run)
     times = [float(t) for t in measurement.times]
@@ -230,15 +235,9 @@ def time_in_turns(
     >>> len(fast) == len(slow) >= MIN_SAMPLES and n_fast >= n_slow
     True
     """
-    benchmark = import_benchmark()
     timers, numbers, samples = [], [], []
     for fn in fns:
-        for _ in range(warmup):
-            fn()
-        barrier(device)
-        timer = benchmark.Timer(
-            stmt="fn()", globals={"fn": fn}, timer=barrier_clock(device), num_threads=threads
-        )
+        timer = _warm_timer(fn, device, threads, warmup)
         first = timer.blocked_autorange(min_run_time=min_run_time_s / 10)
         timers.append(timer)
         numbers.append(int(first.number_per_run))
