@@ -49,8 +49,8 @@ def small_cpu_rows():
     """The train_step entry's rows on this CPU (``--quick``) for the SMALL model at batch 2:
     measured once, read by the tests of the rows and of their round trip."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(entries_compute, "PAGE_CONFIG", SMALL)
-        mp.setattr(entries_compute, "PAGE_BATCH", 2)
+        small = replace(entries_compute.PLANS[("cpu", True)], config=SMALL, batch=2)
+        mp.setitem(entries_compute.PLANS, ("cpu", True), small)
         return tuple(entries_compute.run_train_step(Context(CPU, quick=True)))
 
 
@@ -107,8 +107,8 @@ def test_the_cpu_mfu_round_trips_through_bundle_measurements(small_cpu_rows):
 
 
 def test_measure_writes_a_valid_cpu_train_step_bundle(tmp_path, monkeypatch):
-    monkeypatch.setattr(entries_compute, "PAGE_CONFIG", SMALL)
-    monkeypatch.setattr(entries_compute, "PAGE_BATCH", 2)
+    small = replace(entries_compute.PLANS[("cpu", True)], config=SMALL, batch=2)
+    monkeypatch.setitem(entries_compute.PLANS, ("cpu", True), small)
     bundle = quick_cpu_bundle(tmp_path / "bundle.json", "train_step")
     cpu = entries_compute.cpu_mfu_from_measurements(bundle.measurements)
     assert cpu is not None and cpu.readings[0].peak_kind == "matmul"

@@ -428,8 +428,9 @@ def test_the_sweep_entry_round_trips_the_lesson_s_sweep_and_keeps_its_curve(monk
 
     measured = {}
 
-    def tiny(device, sizes=None, rounds=7, bytes_per_sample=None):  # the lesson's call, small
-        assert (device, sizes, rounds, bytes_per_sample) == ("cpu", None, 7, None)
+    def tiny(device, sizes=None, rounds=None, bytes_per_sample=None):  # the lesson's call, small
+        lesson = (cache_sweep.sweep_sizes(8 * 1024, 128 * 2**20), 7, 64 * 2**20)
+        assert (device, sizes, rounds, bytes_per_sample) == ("cpu", *lesson)
         sweep = cache_sweep.measure_sweep(
             device, sizes=(8192, 65536, 2**20), rounds=3, bytes_per_sample=2**20
         )
@@ -466,7 +467,7 @@ def test_the_strided_and_attention_entries_round_trip_what_the_lesson_renders(mo
 
     measured = {}
 
-    def tiny_strided(device, strides=strided.STRIDES, tensor_bytes=None, rounds=5):
+    def tiny_strided(device, strides=strided.STRIDES, tensor_bytes=None, rounds=None):
         assert (device, tensor_bytes, rounds) == ("cpu", 64 * 2**20, 5)  # the lesson's plan
         measured["strided"] = strided.measure_strided(
             device, strides=(1, 4, 16), tensor_bytes=2**20, rounds=3

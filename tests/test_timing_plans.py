@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 from gpulesson.memory import compute_step
+from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.precision import step
-from gpulesson.results import entries_device, entries_matmul, entries_precision, entries_roofline
+from gpulesson.results import (
+    entries_compute,
+    entries_device,
+    entries_inside,
+    entries_matmul,
+    entries_precision,
+    entries_roofline,
+)
+from gpulesson.results.suite import Context, Device
 from gpulesson.timing import alignment, bench, decode, plans
 from tests.conftest import REPO
 
@@ -66,24 +75,66 @@ def test_the_suite_s_entries_build_their_plans_from_the_one_table():
     assert {d for d, _ in entries_precision.TF32_SIZES} == {"cpu", "cuda"}  # no mps row
 
 
+def test_the_compute_and_inside_entries_take_their_sizes_from_the_one_table():
+    for (device, quick), sizes in plans.by_run("train_step").items():
+        plan = entries_compute.plan_for(
+            Context(Device(device, device, 2**40, 2**40, 1, (9, 0)), quick)
+        )
+        assert plan.config == GPT2Config(**sizes.pop("config"))
+        assert (plan.batch, plan.min_run_time_s, plan.threads) == (
+            sizes["batch"],
+            sizes["min_run_time_s"],
+            sizes.get("threads"),
+        )
+        if device == "cpu":  # the model the lesson counts is the one the entry times
+            assert (compute_step.PAGE_CONFIG, compute_step.PAGE_BATCH) == (plan.config, plan.batch)
+        if device == "cuda" and not quick:
+            assert (compute_step.GPU_CONFIG, compute_step.GPU_BATCH) == (plan.config, plan.batch)
+    for device in plans.DEVICE_KINDS:
+        for quick in (False, True):
+            context = Context(Device(device, device, 2**40, 2**40, 1, None), quick)
+            for measurement in ("cache_sweep", "strided", "attention"):
+                row = measurement + ("_quick" if quick else "")
+                assert entries_inside.plan_for(context, measurement) == plans.sizes(device, row)
+
+
+DEVICE_WORDS = (*plans.DEVICE_KINDS, "gpu")  # "gpu": a table's row for both GPU kinds
+
+
+def _number(node: ast.AST) -> bool:
+    """A number written in code: a constant, arithmetic on numbers, a choice between numbers
+    or a tuple of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float) and not isinstance(node.value, bool)
+    if isinstance(node, ast.BinOp):
+        return _number(node.left) and _number(node.right)
+    if isinstance(node, ast.IfExp):
+        return _number(node.body) and _number(node.orelse)
+    return isinstance(node, ast.Tuple) and bool(node.elts) and all(map(_number, node.elts))
+
+
 def _sizes_by_device_kind(node: ast.AST) -> bool:
     """A dict literal whose keys are device kinds (or start with one) and whose values are sizes
-    or plans: numbers, tuples or calls."""
+    or plans (numbers, tuples or calls), or a choice between numbers by device kind
+    (``64 * 2**20 if device == "cpu" else 2**30``)."""
+    if isinstance(node, ast.IfExp):
+        words = [n.value for n in ast.walk(node.test) if isinstance(n, ast.Constant)]
+        return any(w in DEVICE_WORDS for w in words) and _number(node.body) and _number(node.orelse)
     if not isinstance(node, ast.Dict):
         return False
     kinds = 0
     for key, value in zip(node.keys, node.values, strict=True):
         first = key.elts[0] if isinstance(key, ast.Tuple) and key.elts else key
-        if isinstance(first, ast.Constant) and first.value in plans.DEVICE_KINDS:
+        if isinstance(first, ast.Constant) and first.value in DEVICE_WORDS:
             kinds += 1
-            number = isinstance(value, ast.Constant) and isinstance(value.value, int | float)
-            if not (number or isinstance(value, ast.Tuple | ast.Call | ast.BinOp)):
+            if not (_number(value) or isinstance(value, ast.Tuple | ast.Call | ast.BinOp)):
                 return False
     return kinds >= 2
 
 
 def per_device_tables(root: Path) -> list[str]:
-    """``file:line`` of each per-device table of sizes written in the package's code."""
+    """``file:line`` of each per-device table of sizes, or size chosen by device kind, written in
+    the package's code."""
     found = []
     for path in sorted((root / "gpulesson").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -107,8 +158,14 @@ def test_the_per_device_check_finds_a_table_in_code(tmp_path):
         "N = {'cpu': 512, 'mps': 1024 * 2}\n"
         "SYNC = {'cuda': 'torch.cuda.synchronize()', 'mps': 'torch.mps.synchronize()'}\n"
         "DTYPES = {'cuda': torch.float16, 'cpu': torch.bfloat16}\n"
+        "LENGTHS = {'cpu': (256, 512), 'gpu': (1024, 4096)}\n"
+        "size = (16 if quick else 64) * 2**20 if device == 'cpu' else 2**30\n"
+        "budget = s / (2 if dtype == 'fp32' and device.type == 'cuda' else 1)\n"
+        "sync = torch.cuda.synchronize if device == 'cuda' else None\n"
+        "rounds = 3 if quick else 5\n"
     )
-    assert per_device_tables(tmp_path) == ["gpulesson/a.py:1", "gpulesson/a.py:2"]
+    found = ["gpulesson/a.py:1", "gpulesson/a.py:2", "gpulesson/a.py:5", "gpulesson/a.py:6"]
+    assert per_device_tables(tmp_path) == [*found, "gpulesson/a.py:7"]
 
 
 def _table_with(tmp_path: Path, edit) -> Path:

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import torch
 
+from gpulesson.timing import plans
+
 # A step is a drop in bandwidth by at least STEP_RATIO from one size to the size STEP_SPAN
 # points (a factor of 2.8 at half-doublings) later, after smoothing. The levels fade into
 # each other over more than one doubling (prefetchers, a shared L3), so the drop is taken
@@ -189,8 +191,10 @@ def find_steps(
     return tuple(steps)
 
 
-def _read_seconds(view: torch.Tensor, device: str) -> float:
-    if device == "cpu":  # this thread's CPU time: a busy machine's time slices elsewhere drop out
+def read_seconds(view: torch.Tensor, device: str) -> float:
+    """One ``view.sum()``'s time: this thread's CPU time on a CPU (a busy machine's time slices
+    elsewhere drop out), the wall clock between barriers on a GPU."""
+    if device == "cpu":
         start = time.thread_time()
         view.sum()
         return time.thread_time() - start
@@ -205,30 +209,28 @@ def _read_seconds(view: torch.Tensor, device: str) -> float:
     return time.perf_counter() - start
 
 
-def default_sizes(device: str) -> tuple[int, ...]:
-    """8 KiB to 128 MiB on a CPU, to 1 GiB on a GPU (past a GPU's L2 of tens of MiB)."""
-    return sweep_sizes(8 * 1024, 128 * 2**20 if device == "cpu" else 2**30)
-
-
 def measure_sweep(
     device: str = "cpu",
     sizes: Sequence[int] | None = None,
-    rounds: int = 7,
+    rounds: int | None = None,
     bytes_per_sample: int | None = None,
 ) -> Sweep:
     """Median read bandwidth per working-set size, interleaved over ``rounds``, one thread.
 
-    ``bytes_per_sample`` defaults to 64 MiB on a CPU and 4 GiB on a GPU, so one sample
-    outlasts a kernel launch many times over.
+    Left out, ``sizes`` (from ``smallest_bytes`` to ``largest_bytes``), ``rounds`` and
+    ``bytes_per_sample`` are the device's ``cache_sweep`` row of
+    ``gpulesson/timing/plans.json``.
 
     >>> s = measure_sweep("cpu", sizes=(8192, 65536), rounds=2, bytes_per_sample=2**20)
     >>> [p.working_set_bytes for p in s.points], all(p.bytes_per_s > 0 for p in s.points)
     ([8192, 65536], True)
     """
-    sizes = tuple(sizes or default_sizes(device))
+    plan = plans.sizes(device, "cache_sweep")
+    sizes = tuple(sizes or sweep_sizes(plan["smallest_bytes"], plan["largest_bytes"]))
+    rounds = plan["rounds"] if rounds is None else rounds
     if rounds < 1:
         raise ValueError(f"rounds={rounds!r}: give at least 1 round")
-    per_sample = bytes_per_sample or (64 * 2**20 if device == "cpu" else 4 * 2**30)
+    per_sample = bytes_per_sample or plan["sample_bytes"]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -239,7 +241,7 @@ def measure_sweep(
         samples: list[list[float]] = [[] for _ in sizes]
         for _ in range(rounds):
             for i, view in enumerate(views):
-                samples[i].append(_read_seconds(view, device))
+                samples[i].append(read_seconds(view, device))
     finally:
         torch.set_num_threads(threads)
     points = tuple(

@@ -16,12 +16,14 @@ interleaved rounds) and reports the useful bandwidth: elements read x 4 bytes / 
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from gpulesson.inside.cache_sweep import read_seconds
+from gpulesson.timing import plans
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
 LINE_FILE = Path("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
@@ -67,36 +69,22 @@ def cache_line_bytes(path: Path = LINE_FILE) -> int | None:
         return None
 
 
-def _read_seconds(view: torch.Tensor, device: str) -> float:
-    if device == "cpu":  # this thread's CPU time, as in cache_sweep
-        start = time.thread_time()
-        view.sum()
-        return time.thread_time() - start
-    if device == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    view.sum()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    else:
-        torch.mps.synchronize()
-    return time.perf_counter() - start
-
-
 def measure_strided(
     device: str = "cpu",
     strides: Sequence[int] = STRIDES,
     tensor_bytes: int | None = None,
-    rounds: int = 5,
+    rounds: int | None = None,
 ) -> StrideSweep:
     """Median time of ``x[::s].sum()`` per stride, over interleaved rounds.
 
-    ``tensor_bytes`` defaults to 64 MiB on a CPU (past a core's share of the caches) and
-    1 GiB on a GPU (past its L2).
+    Left out, ``tensor_bytes`` and ``rounds`` are the device's ``strided`` row of
+    ``gpulesson/timing/plans.json``.
     """
+    plan = plans.sizes(device, "strided")
+    rounds = plan["rounds"] if rounds is None else rounds
     if any(s < 1 for s in strides) or rounds < 1:
         raise ValueError(f"strides={tuple(strides)!r}, rounds={rounds!r}: give positive integers")
-    size = tensor_bytes or (64 * 2**20 if device == "cpu" else 2**30)
+    size = tensor_bytes or plan["tensor_bytes"]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -105,7 +93,7 @@ def measure_strided(
         samples: list[list[float]] = [[] for _ in strides]
         for _ in range(rounds):
             for i, view in enumerate(views):
-                samples[i].append(_read_seconds(view, device))
+                samples[i].append(read_seconds(view, device))
     finally:
         torch.set_num_threads(threads)
     points = tuple(

@@ -50,18 +50,16 @@ from gpulesson.timing.bench import barrier, measure_matmul, time_samples
 from gpulesson.timing.peak import FMA_UNIT_BOUNDS, CpuFacts, CpuPeak, cpu_peak, read_cpu_facts
 from gpulesson.timing.results import MatmulResult, OpResult
 
-# The small GPT the lesson counts and times on a CPU: about 3.7 million parameters, 256
-# tokens a step, a fraction of a second per step on one core.
-PAGE_CONFIG = GPT2Config(
-    vocab_size=2048, seq_len=128, hidden=256, heads=4, layers=4, attention="eager"
-)
-PAGE_BATCH = 2
-# On a CUDA GPU: GPT-2 small (124 million parameters) with SDPA attention, whose flash and
-# memory-efficient kernels the counter does count; the batch shrinks to fit the memory.
-GPU_CONFIG = GPT2Config(attention="sdpa")
-GPU_BATCH = 8
-# The square matmul a step is set against, by device kind (gpulesson/timing/plans.json)
-MATMUL_N = {device: plans.sizes(device, "train_step")["matmul_n"] for device in plans.DEVICE_KINDS}
+# The timed step on each device kind, and the square matmul it is set against: the
+# ``train_step`` rows of gpulesson/timing/plans.json (its docstring says why). The small GPT
+# the lesson counts and times on a CPU, and GPT-2 small on a CUDA GPU, whose batch the
+# suite's entry shrinks to fit the memory.
+STEP_SIZES = {device: plans.sizes(device, "train_step") for device in plans.DEVICE_KINDS}
+PAGE_CONFIG = GPT2Config(**STEP_SIZES["cpu"]["config"])
+PAGE_BATCH: int = STEP_SIZES["cpu"]["batch"]
+GPU_CONFIG = GPT2Config(**STEP_SIZES["cuda"]["config"])
+GPU_BATCH: int = STEP_SIZES["cuda"]["batch"]
+MATMUL_N = {device: sizes["matmul_n"] for device, sizes in STEP_SIZES.items()}
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 

@@ -14,7 +14,8 @@ autocast, at the largest batch up to 8 whose budget estimate fits the entry's me
 budget; on an Apple GPU a 6-layer GPT with eager attention in fp32; on a CPU the lesson's
 own small step on one thread, timed as the lesson times it
 (:func:`gpulesson.memory.compute_step.measure_cpu_mfu`: a 1024 x 1024 matmul on the same
-thread before and after the step). On a CPU the two matmul readings are rows too:
+thread before and after the step). The sizes are the ``train_step`` rows of
+``gpulesson/timing/plans.json``. On a CPU the two matmul readings are rows too:
 ``train_step.matmul`` (FLOP/s) the faster, ``train_step.matmul_reading<i>`` the other.
 :func:`cpu_mfu_from_measurements` reads the CPU rows back into the lesson's
 :class:`~gpulesson.memory.compute_step.CpuMfu`; :func:`gpu_mfu_from_measurements` sets a
@@ -30,13 +31,10 @@ GPU's ``train_step`` row against its datasheet and its ``matmul_peak`` row.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from gpulesson.memory.compute_step import (
-    GPU_BATCH,
-    GPU_CONFIG,
-    PAGE_BATCH,
-    PAGE_CONFIG,
     CpuMfu,
     GpuMfu,
     StepCount,
@@ -54,16 +52,11 @@ from gpulesson.results.bundle import Measurement, Scalar
 from gpulesson.results.compare import Sourced
 from gpulesson.results.measurements import matmul_result, op_result, throughput
 from gpulesson.results.suite import Context, SuiteEntry
+from gpulesson.timing import plans
 from gpulesson.timing.peak import CpuFacts
 from gpulesson.timing.results import MatmulResult
 
 ENTRY = "train_step"
-CPU_THREADS = 1  # the lesson's: a step is hundreds of small ops, each split waits on a busy box
-
-MPS_CONFIG = GPT2Config(
-    vocab_size=8192, seq_len=512, hidden=512, heads=8, layers=6, attention="eager"
-)
-MPS_BATCH = 4
 
 
 @dataclass(frozen=True)
@@ -72,9 +65,25 @@ class StepPlan:
 
     config: GPT2Config
     batch: int
-    dtype: str
     min_run_time_s: float
+    dtype: str = "fp32"
     threads: int | None = None  # CPU threads (None: torch's setting)
+
+
+def _step_plan(sizes: Mapping[str, Any]) -> StepPlan:
+    """A step plan from its row of the plan table."""
+    return StepPlan(
+        config=GPT2Config(**sizes["config"]),
+        batch=sizes["batch"],
+        min_run_time_s=sizes["min_run_time_s"],
+        threads=sizes.get("threads"),
+    )
+
+
+# By (device kind, --quick): on CUDA the largest batch tried, in fp32 until plan_for picks
+# the GPU's 16-bit dtype. A CPU times one thread, as the lesson does: a step is hundreds
+# of small ops, and each op split across threads waits on a busy machine.
+PLANS = {key: _step_plan(sizes) for key, sizes in plans.by_run("train_step").items()}
 
 
 def plan_for(context: Context) -> StepPlan:
@@ -86,14 +95,12 @@ def plan_for(context: Context) -> StepPlan:
     >>> p.config.hidden, p.batch, p.dtype
     (768, 8, 'bf16')
     """
-    device, quick = context.device, context.quick
-    if device.type == "cuda":
-        batch = fitting_batch(GPU_CONFIG, GPU_BATCH, context.memory_budget_bytes)
-        dtype = gpu_dtype(device.capability or (0, 0))
-        return StepPlan(GPU_CONFIG, batch, dtype, 0.5 if quick else 2.0)
-    if device.type == "mps":
-        return StepPlan(MPS_CONFIG, MPS_BATCH, "fp32", 0.5 if quick else 1.0)
-    return StepPlan(PAGE_CONFIG, PAGE_BATCH, "fp32", 0.1, threads=CPU_THREADS)
+    device = context.device
+    plan = PLANS[(device.type, context.quick)]
+    if device.type != "cuda":
+        return plan
+    batch = fitting_batch(plan.config, plan.batch, context.memory_budget_bytes)
+    return replace(plan, batch=batch, dtype=gpu_dtype(device.capability or (0, 0)))
 
 
 def run_train_step(context: Context) -> list[Measurement]:

@@ -15,8 +15,9 @@ Each entry calls the function the lesson calls and keeps its samples:
   capability 8.9 or more (Ada, Hopper, Blackwell): ``fp8_matmul.n<size>`` in FLOP/s.
 
 The full-size run (``quick=False``) measures exactly what the lesson ``inside-gpu.md``
-shows, with the measuring functions' own defaults (the lesson's plan); ``--quick`` sweeps a
-CPU only to 16 MiB, with fewer rounds, and times attention at the CPU's lengths. The
+shows; ``--quick`` sweeps a CPU only to 16 MiB, with fewer rounds, and times attention at
+the CPU's lengths. The sizes are the ``cache_sweep``, ``strided`` and ``attention`` rows
+(``_quick`` with ``--quick``) of ``gpulesson/timing/plans.json``. The
 ``*_from_measurements`` functions rebuild the frozen results the lesson's renderers take
 (:mod:`gpulesson.course.inside_gpu`) from the rows, so a page renders a bundle's rows as it
 rendered a measurement of its own.
@@ -32,6 +33,7 @@ import re
 import statistics
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -45,6 +47,7 @@ from gpulesson.inside.cache_sweep import Sweep, SweepPoint, measure_sweep, sweep
 from gpulesson.inside.strided import StridePoint, StrideSweep, measure_strided
 from gpulesson.results.bundle import Measurement, Series, Skipped
 from gpulesson.results.suite import Context, Device, SuiteEntry
+from gpulesson.timing import plans
 
 _SIZE_ROW = re.compile(r"^cache_sweep\.ws\d+$")
 
@@ -132,13 +135,28 @@ def sweep_from_measurements(measurements: Sequence[Measurement]) -> Sweep | None
     )
 
 
+def plan_for(context: Context, measurement: str) -> dict[str, Any]:
+    """The sizes of one of these entries on the context's device: its row of the plan table,
+    the ``_quick`` one with ``--quick``.
+
+    >>> cpu = Device("cpu", "cpu", 8 * 2**30, 4 * 2**30, 0, None)
+    >>> plan_for(Context(cpu, quick=True), "strided")["rounds"]
+    3
+    """
+    quick = "_quick" if context.quick else ""
+    return plans.sizes(context.device.type, measurement + quick)
+
+
 def run_cache_sweep(context: Context) -> list[Measurement]:
     """One row per working-set size: the lesson's sweep in full, a shorter one with --quick."""
-    device = context.device.type
-    if context.quick:  # a CPU only to 16 MiB; a GPU still past its L2
-        sizes = sweep_sizes(8 * 1024, 16 * 2**20) if device == "cpu" else None
-        return sweep_measurements(measure_sweep(device, sizes=sizes, rounds=3))
-    return sweep_measurements(measure_sweep(device))  # the lesson's sizes and rounds
+    plan = plan_for(context, "cache_sweep")
+    sweep = measure_sweep(
+        context.device.type,
+        sizes=sweep_sizes(plan["smallest_bytes"], plan["largest_bytes"]),
+        rounds=plan["rounds"],
+        bytes_per_sample=plan["sample_bytes"],
+    )
+    return sweep_measurements(sweep)
 
 
 def strided_measurements(sweep: StrideSweep) -> list[Measurement]:
@@ -192,16 +210,16 @@ def strided_from_measurements(measurements: Sequence[Measurement]) -> StrideSwee
 
 def run_strided(context: Context) -> list[Measurement]:
     """One row per stride."""
-    device = context.device.type
-    size = (16 if context.quick else 64) * 2**20 if device == "cpu" else 2**30
-    if not context.fits(size):
+    plan = plan_for(context, "strided")
+    if not context.fits(plan["tensor_bytes"]):
         return []
-    sweep = measure_strided(device, tensor_bytes=size, rounds=3 if context.quick else 5)
+    sweep = measure_strided(
+        context.device.type, tensor_bytes=plan["tensor_bytes"], rounds=plan["rounds"]
+    )
     return strided_measurements(sweep)
 
 
 PEAK_LENGTHS = (256, 512, 1024, 2048)  # the lesson's traced lengths
-TIME_LENGTHS = {"cpu": (256, 512, 1024), "gpu": (1024, 4096, 8192)}  # the lesson's timed ones
 
 
 def attention_measurements(
@@ -292,7 +310,7 @@ def times_from_measurements(measurements: Sequence[Measurement]) -> tuple[Attent
 def run_attention(context: Context) -> list[Measurement]:
     """Traced peaks at four lengths, then times at three on the device (the lesson's plan)."""
     device = context.device.type
-    lengths = TIME_LENGTHS["cpu" if device == "cpu" or context.quick else "gpu"]
+    lengths = plan_for(context, "attention")["time_lengths"]
     return attention_measurements(
         measure_peaks(PEAK_LENGTHS), time_attention(device, lengths), device
     )

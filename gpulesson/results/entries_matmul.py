@@ -66,7 +66,8 @@ class MatmulPlan:
     fp8_sizes: tuple[int, ...]
     search_sizes: tuple[int, ...]
     search_step: int
-    search_budget_s: float  # per dtype
+    search_budget_s: float  # per 16-bit dtype
+    fp32_search_budget_s: float
     min_run_time_s: float
 
 
@@ -303,13 +304,12 @@ def peak_rows(context: Context, dtype: str) -> list[Measurement]:
     device = context.device.type
     if device == "cpu" and dtype != "fp32":
         return []  # CPUs without native half precision: the search would only time emulation
-    budget = plan.search_budget_s / (2 if dtype == "fp32" and device == "cuda" else 1)
     found = search_best_shape(
         device,
         dtype,
         plan.search_sizes,
         plan.search_step,
-        budget,
+        plan.fp32_search_budget_s if dtype == "fp32" else plan.search_budget_s,
         plan.min_run_time_s,
         context.memory_budget_bytes,
     )

@@ -9,8 +9,10 @@ of the decode sweep (``decode``: :class:`gpulesson.timing.decode.DecodePlan`, it
 measurement suite's entries (``matmul``: :class:`gpulesson.results.entries_matmul.MatmulPlan`;
 ``device``: :class:`gpulesson.results.entries_device.DevicePlan`; ``step``:
 :class:`gpulesson.precision.step.StepPlan`; ``matmul_sweep_quick`` and ``roofline_quick``,
-whose full runs take ``bench``; ``train_step``, the matmul a timed GPT-2 step is set
-against; ``tf32``, only where the ``tf32_accuracy`` entry runs). A measurement ``X`` that
+whose full runs take ``bench``; ``train_step``, the timed GPT-2 step of
+:mod:`gpulesson.results.entries_compute` and the matmul it is set against; ``tf32``, only
+where the ``tf32_accuracy`` entry runs; ``cache_sweep``, ``strided`` and ``attention``, the
+sweeps of :mod:`gpulesson.inside` the lesson "Inside the GPU" shows). A measurement ``X`` that
 ``gpulesson measure --quick`` runs smaller has a row ``X_quick`` too. Each of those
 modules builds its own frozen plans from its rows here, so a new device kind, or a
 resized measurement, is one edit in one place. A size in bytes (a field ending
@@ -31,8 +33,19 @@ Why the sizes are what they are:
   last-level cache, so every step streams them from memory; the CUDA model's fp16 weights
   (about 5.4 GB) take about a millisecond to read on an H100, long against the ~160
   kernel launches of an eager step.
+- ``matmul``: the best-shape search gets ``search_budget_s`` per 16-bit dtype and
+  ``fp32_search_budget_s`` for fp32: the same on a CPU or an Apple GPU, half on CUDA.
 - ``step``: the full CUDA plan is GPT-2 small at batch 8; its quick plan, GPT-2 small's
   width with half the layers on half the sequence, is what a CUDA build's page times.
+- ``train_step``: on a CPU the small GPT the lesson "How long will training take" counts
+  and times (about 3.7 million parameters, 256 tokens a step, a fraction of a second per
+  step on one core); on CUDA GPT-2 small with SDPA attention, whose flash and
+  memory-efficient kernels the FLOP counter counts, at a batch of at most 8 (the entry
+  halves it until the step fits its memory budget).
+- ``cache_sweep``: working sets from 8 KiB to 128 MiB on a CPU, to 1 GiB on a GPU (past an
+  L2 of tens of MiB); one sample reads 64 MiB on a CPU and 4 GiB on a GPU, so it outlasts a
+  kernel launch many times over. ``strided``: 64 MiB on a CPU (past a core's share of the
+  caches), 1 GiB on a GPU (past its L2).
 
 >>> DEVICE_KINDS
 ('cpu', 'mps', 'cuda')
@@ -69,8 +82,15 @@ MEASUREMENTS = (
     "step_quick",
     "roofline_quick",
     "train_step",
+    "train_step_quick",
     "tf32",
     "tf32_quick",
+    "cache_sweep",
+    "cache_sweep_quick",
+    "strided",
+    "strided_quick",
+    "attention",
+    "attention_quick",
 )
 
 
