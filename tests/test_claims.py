@@ -72,6 +72,48 @@ def test_a_gpu_claim_shows_once_its_measured_fact_exists_with_its_kind():
     assert claims.claims()[0].kinds == {"bench.gpu_x": "measured", "bench.peak": "predicted"}
 
 
+NO_COMPILER = "torch.compile found no C++ <compiler>: install g++ or clang"
+
+
+def test_a_claim_on_a_withheld_fact_shows_the_reason_in_place_of_its_sentence():
+    facts.withhold("roofline.fused_x", NO_COMPILER, "x")
+    out = claims.claim(
+        "Fused, {roofline.fused_x:.1f}x at {roofline.best_add_rate:.0f} GB/s.",
+        "roofline.fused_x > 1.5",
+        teaching=True,
+    )
+    assert out.startswith('??? note "Not checked on this build: it reads a figure this build')
+    assert "torch.compile found no C++ &lt;compiler&gt;: install g++ or clang" in out
+    assert "Fused" not in out  # never a sentence with blanks
+    recorded = claims.claims()[0]
+    assert (recorded.status, recorded.withheld) == (claims.NOT_CHECKED, NO_COMPILER)
+    assert recorded.numbers == {"roofline.best_add_rate": 51.0} and claims.can_fail(recorded)
+    item = claims.checks_html([recorded], "record.json")
+    assert "not checked on this build: torch.compile found no C++ &lt;compiler&gt;" in item
+    sentence = "It ran {roofline.fused_x:.1f}x faster."
+    assert claims.describe(sentence) == claims.WITHHELD
+
+
+def test_a_withheld_fact_travels_with_its_reason_and_cannot_be_read_as_a_number():
+    facts.begin_block("fusion")
+    facts.withhold("roofline.fused_x", NO_COMPILER, "x")
+    (sent,) = [f.to_dict() for f in facts.end_block()]
+    assert sent["value"] is None and sent["withheld"] == NO_COMPILER
+    assert "withheld" not in facts.get("roofline.best_add_rate").to_dict()  # the record as before
+    digest = facts.page_digest()  # a later block's cache key: another reason, another key
+    facts.withhold("roofline.fused_x", "compiling saved nothing", "x")
+    assert facts.page_digest() != digest
+    facts.reset()
+    facts.begin_page("lessons/roofline.md")
+    facts.replay([sent])  # from the execution cache
+    assert facts.get("roofline.fused_x").withheld == NO_COMPILER
+    facts.restore([sent])  # into the block worker
+    with pytest.raises(ValueError, match="not measured on this build: torch.compile found"):
+        facts.value("roofline.fused_x")
+    with pytest.raises(ValueError, match="withheld without a reason"):
+        facts.withhold("roofline.other", " ")
+
+
 def test_a_claim_on_a_missing_fact_fails_loudly_naming_what_exists():
     with pytest.raises(ValueError, match="roofline.nope.*published: roofline.bandwidth_roof"):
         claims.claim("x", "roofline.nope > 1")

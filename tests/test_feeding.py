@@ -202,6 +202,42 @@ def test_the_compiled_chain_computes_what_eager_does_and_is_timed_both_ways():
     assert torch.get_num_threads() == threads  # timed at one thread, then restored
 
 
+def test_without_a_c_compiler_the_chain_is_timed_eager_and_the_page_says_why():
+    with torch._inductor.config.patch({"cpp.cxx": ("/nonexistent/c++",)}):  # no compiler here
+        r = fusion.measure_fusion("cpu", n=64, min_run_time_s=0.01)
+    assert (r.compiled, r.compile_s, r.max_abs_diff, r.speedup, r.breakeven_calls) == (None,) * 5
+    assert r.eager.repeats >= 5 and r.eager.median_s > 0
+    assert "No working C++ compiler" in r.compile_error
+    assert r.compile_error.endswith("install g++ or clang and build again")
+    missing = fusion.missing_figures(r)
+    assert set(missing) == set(fusion.COMPILED_FIGURES) and set(missing.values()) == {
+        r.compile_error
+    }
+    assert not set(missing) & set(fusion.headline_figures(r))
+    page = fusion_markdown(r)
+    assert "| compiled: one fused kernel | not measured |" in page
+    assert '!!! warning "Not compiled on this build"' in page and "pays for itself" not in page
+
+
+def test_a_compile_that_saves_nothing_leaves_the_break_even_undefined_and_says_so():
+    eager = fusion.CallTiming(mode="eager", samples_s=(50e-6,) * 5, calls_per_sample=10)
+    slower = fusion.CallTiming(mode="compiled", samples_s=(60e-6,) * 5, calls_per_sample=10)
+    r = fusion.FusionResult(
+        device="cpu",
+        n_elements=256,
+        ops_per_call=30,
+        threads=1,
+        eager=eager,
+        compiled=slower,
+        compile_s=3.0,
+        max_abs_diff=0.0,
+    )
+    assert r.breakeven_calls is None and "breakeven_calls" not in fusion.headline_figures(r)
+    assert list(fusion.missing_figures(r)) == ["breakeven_calls"]
+    assert "60 µs against 50 µs" in fusion.missing_figures(r)["breakeven_calls"]
+    assert "it saves nothing, so it never pays for itself" in fusion_markdown(r)
+
+
 def test_overhead_rounds_time_the_bare_op_and_the_chain_back_to_back():
     r = fusion.measure_overhead_rounds(n=16, rounds=3, min_run_time_s=0.002)
     assert len(r.per_op_s) == len(r.bare_op_s) == len(r.ratios) == 3

@@ -6,6 +6,7 @@ back into the same results the page renders.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -178,6 +179,24 @@ def test_the_fusion_entry_round_trips_through_bundle_measurements(feeding_run):
     old = entries_feeding.fusion_from_measurements(rows[:3])
     assert old.fusion == chain and old.tiny_op is None and old.rounds is None
     assert entries_feeding.fusion_from_measurements(rows[3:]) is None
+
+
+def test_a_chain_that_could_not_be_compiled_round_trips_as_its_eager_row_and_the_reason(
+    feeding_run,
+):
+    ((_, _, chain),) = feeding_run[1]["measure_fusion"]
+    failed = dataclasses.replace(
+        chain, compiled=None, compile_s=None, max_abs_diff=None, compile_error="no C++ compiler"
+    )
+    rows = entries_feeding.fusion_measurements(failed)
+    _valid(rows)
+    assert [m.name for m in rows] == ["fusion.eager"]
+    assert rows[0].params["compile_error"] == "no C++ compiler"
+    back = entries_feeding.fusion_from_measurements(_through_json(rows))
+    assert back == entries_feeding.FusionFigures(fusion=failed, tiny_op=None, rounds=None)
+    # an eager row alone, without the reason, is a bundle cut short: nothing to render
+    whole = entries_feeding.fusion_measurements(chain)
+    assert entries_feeding.fusion_from_measurements(whole[:1]) is None
 
 
 def test_a_bundle_of_the_loader_and_fusion_entries_validates(loader_and_fusion):

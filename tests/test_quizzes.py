@@ -500,6 +500,33 @@ def test_the_hook_moves_the_prediction_before_its_block_in_the_html(docs, monkey
     assert question < heading and html.index("First question?") > heading
 
 
+def test_a_question_on_a_withheld_fact_is_left_out_and_its_slot_filled_empty(docs):
+    """A build that could not measure demo.x has no number to reveal: the question is left
+    out, and its slot before the block is filled with nothing, so the build goes on."""
+    (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + TEMPLATED)
+    content.configure(docs)
+    facts.reset()
+    facts.begin_page("lessons/demo.md")
+    facts.begin_block("demo-x")
+    facts.withhold("demo.x", "this machine has no C++ compiler")
+    facts.end_block()
+    try:
+        assert [q.prompt for q in quizzes.page_questions("demo")] == [
+            "First question?",
+            "Why does the second question exist?",
+        ]
+        section = quizzes.section_markdown("demo")
+    finally:
+        facts.reset()
+    assert section.startswith('<div class="gl-predict" data-before="demo-x"></div>')
+    assert "About how large" not in section and "placed in the lesson" not in section
+    page = _page("lessons/demo.md")
+    lesson = site_labs.on_page_markdown(LESSON, page, None, None)
+    printed = lesson[: lesson.index('```python exec="on" id="quiz-demo"')] + section
+    html = site_labs.on_page_content(_convert(printed), page, None, None)
+    assert "gl-predict-slot" not in html and "About how large" not in html
+
+
 def test_a_question_with_no_slot_or_a_slot_with_no_question_stops_the_build(docs):
     (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ + TEMPLATED)
     content.configure(docs)

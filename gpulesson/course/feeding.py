@@ -99,6 +99,12 @@ def fusion_markdown(f: FusionResult, launch: LaunchOverhead | None = None) -> st
     ...                  eager=e, compiled=k, compile_s=2.0, max_abs_diff=0.0)
     >>> print(fusion_markdown(r).splitlines()[2])
     | eager: 30 PyTorch calls | 100 | 3.33 | 0 | 1 |
+    >>> failed = FusionResult(device="cpu", n_elements=1024, ops_per_call=30, threads=1, eager=e,
+    ...     compiled=None, compile_s=None, max_abs_diff=None, compile_error="no <C++> compiler")
+    >>> print(fusion_markdown(failed).splitlines()[3])
+    | compiled: one fused kernel | not measured | – | – | – |
+    >>> print(fusion_markdown(failed).splitlines()[-1])
+        no &lt;C++&gt; compiler
     """
     header = (
         f"the chain on {f.n_elements:,} fp32 elements, {f.device}, {f.threads} thread"
@@ -117,11 +123,15 @@ def fusion_markdown(f: FusionResult, launch: LaunchOverhead | None = None) -> st
             str(f.eager.repeats),
         ),
         (
-            "compiled: one fused kernel",
-            _us(f.compiled.median_s),
-            "–",
-            _us(f.compiled.iqr_s),
-            str(f.compiled.repeats),
+            ("compiled: one fused kernel", "not measured", "–", "–", "–")
+            if f.compiled is None
+            else (
+                "compiled: one fused kernel",
+                _us(f.compiled.median_s),
+                "–",
+                _us(f.compiled.iqr_s),
+                str(f.compiled.repeats),
+            )
         ),
     ]
     if launch is not None:
@@ -145,22 +155,30 @@ def fusion_markdown(f: FusionResult, launch: LaunchOverhead | None = None) -> st
                 )
             )
     lines = [markdown_table(header, rows)]
-    breakeven = (
-        "never (it saved nothing)"
-        if f.breakeven_calls is None
-        else (f"{f.breakeven_calls:,.0f} calls")
-    )
-    lines += [
-        "",
-        f"The first compiled call took {f.compile_s:.2f} s: tracing, generating the fused "
-        f"kernel and compiling it. At {_us(f.saved_per_call_s)} µs saved per call it pays "
-        f"for itself after {breakeven}. Compiled and eager outputs differ by at most "
-        f"{f.max_abs_diff:.1e}.",
-    ]
-    named: list[tuple[str, Spread]] = [("eager", f.eager), ("compiled", f.compiled)]
+    named: list[tuple[str, Spread]] = [("eager", f.eager)]
+    if f.compiled is not None and f.compile_s is not None and f.saved_per_call_s is not None:
+        pays = (
+            "it saves nothing, so it never pays for itself"
+            if f.breakeven_calls is None
+            else f"it pays for itself after {f.breakeven_calls:,.0f} calls"
+        )
+        lines += [
+            "",
+            f"The first compiled call took {f.compile_s:.2f} s: tracing, generating the fused "
+            f"kernel and compiling it. At {_us(f.saved_per_call_s)} µs saved per call {pays}. "
+            f"Compiled and eager outputs differ by at most {f.max_abs_diff:.1e}.",
+        ]
+        named.append(("compiled", f.compiled))
     if launch is not None:
         named.append(("tiny op", launch.eager))
     lines += _spread_warnings(named)
+    if f.compiled is None:
+        lines += [
+            "",
+            '!!! warning "Not compiled on this build"',
+            "",
+            f"    {inert(f.compile_error)}",
+        ]
     return "\n".join(lines)
 
 

@@ -9,7 +9,9 @@ Each entry calls the function the lesson calls and keeps its samples:
   ``loader.item``; the full plan is the lesson's (:data:`FULL_LOADER`, five epochs);
 * ``fusion``: a 30-op pointwise chain eager and under ``torch.compile`` on the device
   (:func:`gpulesson.timing.fusion.measure_fusion`, CPU or CUDA): ``fusion.eager``,
-  ``fusion.compiled`` (seconds per call) and ``fusion.compile`` (the first call); before
+  ``fusion.compiled`` (seconds per call) and ``fusion.compile`` (the first call), or where
+  ``torch.compile`` cannot compile here the eager row alone, its ``compile_error`` param
+  saying why; before
   them, as the lesson times them, one bare tiny op at the chain's one thread
   (``fusion.tiny_op``, :func:`gpulesson.timing.launch.measure_launch_overhead`) and the
   bare op and the eager chain back to back in rounds (``fusion.rounds.chain_op``,
@@ -257,37 +259,43 @@ def fusion_measurements(
     f: FusionResult, tiny_op: LaunchOverhead | None = None, rounds: OverheadRounds | None = None
 ) -> list[Measurement]:
     """Eager and compiled seconds per call, the first (compiling) call; then, given, the
-    bare tiny op's seconds per call and the rounds of the two back to back."""
+    bare tiny op's seconds per call and the rounds of the two back to back. Where the chain
+    could not be compiled, the eager row's ``compile_error`` param says why, and there are
+    no compiled rows."""
     params = {
         "n_elements": f.n_elements,
         "ops_per_call": f.ops_per_call,
         "threads": f.threads,
         "device": f.device,
     }
+    failed = {"compile_error": f.compile_error} if f.compile_error else {}
     out = [
         _seconds(
             f.eager,
             name="fusion.eager",
             entry="fusion",
             label=f"{f.ops_per_call} pointwise ops, eager, seconds per call",
-            params={**params, "calls_per_sample": f.eager.calls_per_sample},
-        ),
-        _seconds(
-            f.compiled,
-            name="fusion.compiled",
-            entry="fusion",
-            label=f"the same {f.ops_per_call} ops under torch.compile, seconds per call",
-            params={**params, "calls_per_sample": f.compiled.calls_per_sample},
-        ),
-        single(
-            f.compile_s,
-            name="fusion.compile",
-            entry="fusion",
-            unit="s",
-            label="torch.compile's first call (trace, generate, compile)",
-            params={**params, "max_abs_diff": f.max_abs_diff},
-        ),
+            params={**params, "calls_per_sample": f.eager.calls_per_sample, **failed},
+        )
     ]
+    if f.compiled is not None and f.compile_s is not None:
+        out += [
+            _seconds(
+                f.compiled,
+                name="fusion.compiled",
+                entry="fusion",
+                label=f"the same {f.ops_per_call} ops under torch.compile, seconds per call",
+                params={**params, "calls_per_sample": f.compiled.calls_per_sample},
+            ),
+            single(
+                f.compile_s,
+                name="fusion.compile",
+                entry="fusion",
+                unit="s",
+                label="torch.compile's first call (trace, generate, compile)",
+                params={**params, "max_abs_diff": f.max_abs_diff},
+            ),
+        ]
     if tiny_op is not None:
         out.append(
             seconds(
@@ -341,11 +349,14 @@ def fusion_measurements(
 
 
 def fusion_from_measurements(measurements: Sequence[Measurement]) -> FusionFigures | None:
-    """Rebuild what the ``fusion`` rows came from; None without the chain's three rows."""
+    """Rebuild what the ``fusion`` rows came from; None without the chain's three rows (or
+    its eager row and why it was not compiled)."""
     by_name = {m.name: m for m in measurements if m.entry == "fusion"}
-    if not {"fusion.eager", "fusion.compiled", "fusion.compile"} <= set(by_name):
+    eager = by_name.get("fusion.eager")
+    compiled, compile_ = by_name.get("fusion.compiled"), by_name.get("fusion.compile")
+    error = "" if eager is None else str(eager.params.get("compile_error") or "")
+    if eager is None or not (error or (compiled is not None and compile_ is not None)):
         return None
-    eager, compiled, compile_ = (by_name[f"fusion.{n}"] for n in ("eager", "compiled", "compile"))
     p = eager.params
 
     def calls(mode: str, m: Measurement) -> CallTiming:
@@ -361,9 +372,10 @@ def fusion_from_measurements(measurements: Sequence[Measurement]) -> FusionFigur
         ops_per_call=int(p["ops_per_call"]),
         threads=int(p["threads"]),
         eager=calls("eager", eager),
-        compiled=calls("compiled", compiled),
-        compile_s=compile_.value,
-        max_abs_diff=float(compile_.params["max_abs_diff"]),
+        compiled=None if compiled is None else calls("compiled", compiled),
+        compile_s=None if compile_ is None else compile_.value,
+        max_abs_diff=None if compile_ is None else float(compile_.params["max_abs_diff"]),
+        compile_error=error,
     )
     tiny = by_name.get("fusion.tiny_op")
     tiny_op = None

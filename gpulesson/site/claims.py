@@ -26,6 +26,9 @@ published the figures it rests on (:mod:`gpulesson.site.facts`)::
   CPU build can say with predicted and published facts in a claim of its own
   (:mod:`gpulesson.site.gpu_claims`); the measured sentence appears when a
   measurement exists.
+* a claim that reads a fact this build withheld (:func:`gpulesson.site.facts.withhold`:
+  it could not measure the figure, and says why) is recorded as not checked, and the
+  page shows a note with the reason in the sentence's place.
 * each claim records the kind of every number behind it (``kinds``: fact name ->
   ``measured``, ``published``, ``predicted``...; see :data:`gpulesson.site.facts.KINDS`).
 
@@ -63,6 +66,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from gpulesson.site import facts
+from gpulesson.text import inert
 
 HOLDS = "holds"
 FAILS = "fails"
@@ -76,6 +80,9 @@ FACT_PREFIX = "claim#"
 CHECK_ANCHOR = "gl-check-"  # the id of a claim's entry in "What this page checked"
 #: What a claim whose measured numbers are absent prints: no visible text, a marker in the source.
 WAITING = "<!-- a claim about measured GPU figures: shown when they exist -->"
+#: What a sentence reading a figure this build could not measure prints (the figure's block,
+#: and any claim that reads it, say why).
+WITHHELD = "<!-- a sentence about a figure this build could not measure -->"
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -111,6 +118,7 @@ class Claim:
     teaching: bool = False  # the lesson's point: failing shows "not shown on this build"
     flip_margin: float | None = None  # see flip_margin(); None when it cannot be computed
     number: int = 0  # its place among the page's claims (1, 2, ...), its anchor's suffix
+    withheld: str = ""  # NOT_CHECKED: why this build has no value for a fact it reads
 
     def to_dict(self) -> dict[str, Any]:
         """The claim as plain JSON data (one entry of the build record's ``claims``)."""
@@ -312,6 +320,14 @@ def evaluate(text: str, rule: str, *, needs: str | None = None, teaching: bool =
             page, block, shown, rule, NOT_CHECKED, numbers, units, needs, kinds, teaching
         )
         return _record(result)
+    withheld = _withheld([known[n] for n in wanted])
+    if withheld:
+        shown = _strip_fields(text)
+        present = {n: v for n, v in numbers.items() if v is not None}
+        result = Claim(
+            page, block, shown, rule, NOT_CHECKED, present, units, needs, kinds, teaching
+        )
+        return _record(replace(result, withheld=withheld))
     rule_kinds = {n: kinds[n] for n in names}
     if not any(kind in INDEPENDENT for kind in rule_kinds.values()):
         listed = ", ".join(f"{n} ({k})" for n, k in rule_kinds.items())
@@ -327,6 +343,11 @@ def evaluate(text: str, rule: str, *, needs: str | None = None, teaching: bool =
     shown = _FactFormatter(numbers).format(text)
     result = Claim(page, block, shown, rule, status, numbers, units, needs, kinds, teaching, margin)
     return _record(result)
+
+
+def _withheld(read: list[facts.Fact]) -> str:
+    """Why this build has no value for the facts read, one reason each ('' when it has all)."""
+    return "; ".join(dict.fromkeys(f.withheld for f in read if f.withheld))
 
 
 def describe(text: str, *, needs: str | None = None) -> str:
@@ -353,6 +374,8 @@ def describe(text: str, *, needs: str | None = None) -> str:
                 'on this page: publish them in an earlier block, or pass needs="cuda"'
             )
         return WAITING
+    if _withheld([known[n] for n in wanted]):
+        return WITHHELD
     return _FactFormatter({n: known[n].value for n in wanted}).format(text)
 
 
@@ -459,7 +482,8 @@ def to_markdown(c: Claim) -> str:
     that fails is a visible warning; a teaching claim that fails says "not shown on this
     build". A claim not checked on this build (its measured numbers are absent) shows no
     text, only the :data:`WAITING` comment in the page's source, so no sentence reaches a
-    page with blanks where numbers belong (the build record keeps it).
+    page with blanks where numbers belong (the build record keeps it). One whose figure this
+    build withheld shows, in the sentence's place, a collapsed note with the reason.
 
     >>> to_markdown(Claim("p", "b", "On the GPU, – tokens/s.", "x > 1", NOT_CHECKED, needs="cuda"))
     '<!-- a claim about measured GPU figures: shown when they exist -->'
@@ -468,6 +492,9 @@ def to_markdown(c: Claim) -> str:
     """
     if c.status == HOLDS:
         return f"{c.text}{_icon(c)}"
+    if c.status == NOT_CHECKED and c.withheld:  # said visibly, with what the reader can do
+        title = "Not checked on this build: it reads a figure this build could not measure"
+        return f'??? note "{title}"\n\n    {inert(c.withheld)}\n'
     if c.status == NOT_CHECKED:  # said only with its measurement: never a sentence with blanks
         return WAITING
     body = f"{c.text}\n\nChecked against: `{c.rule}` with {numbers_text(c)}."
@@ -556,9 +583,10 @@ def _check_item(c: Claim, record_url: str) -> str:
         for name, value in c.numbers.items()
     )
     what = "teaching claim" if c.teaching else "check"
+    status = f"not checked on this build: {c.withheld}" if c.withheld else _STATUS_WORDS[c.status]
     parts = [
         f'<li id="{CHECK_ANCHOR}{c.number}" class="gl-check gl-check-{esc(c.status)}">',
-        f"<strong>{esc(_STATUS_WORDS[c.status])}</strong> ({what})",
+        f"<strong>{esc(status)}</strong> ({what})",
     ]
     if c.status != NOT_CHECKED:  # the sentence as text: its quoted-figure spans unwrapped
         sentence = _QUOTED_SPAN.sub(lambda m: m.group(1), c.text)

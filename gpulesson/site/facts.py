@@ -17,6 +17,12 @@ fresh build would. A block's cache key includes :func:`page_digest` (every fact
 published before it on the page), so a block that reads facts is re-run when
 they change.
 
+A figure this build could not measure (its machine lacks what the measurement needs, or
+the measurement leaves it undefined) is *withheld* with the reason instead
+(:func:`withhold`): a checked claim or a sentence that reads it shows the reason, never a
+blank, and a quiz question that reads it is left out (:mod:`gpulesson.site.claims`,
+:mod:`gpulesson.site.quizzes`).
+
 Facts are page-scoped: a block sees what earlier blocks of its own page
 published. :func:`all_facts` gives every page's facts after the build (for the
 build record).
@@ -68,18 +74,26 @@ KINDS = (MEASURED, PUBLISHED, PREDICTED, CONSTANT, DERIVED)
 
 @dataclass(frozen=True)
 class Fact:
-    """One published figure: its name, value and unit, and where on the site it came from."""
+    """One published figure: its name, value and unit, and where on the site it came from.
+
+    A withheld fact (:func:`withhold`) has no value: ``value`` is None and ``withheld``
+    says why this build does not have it.
+    """
 
     name: str
-    value: FactValue
+    value: FactValue | None
     unit: str
     page: str
     block_id: str
     kind: str = MEASURED
+    withheld: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """The fact as plain JSON data."""
-        return asdict(self)
+        """The fact as plain JSON data (``withheld`` only when the fact is)."""
+        data = asdict(self)
+        if not self.withheld:
+            del data["withheld"]
+        return data
 
 
 _pages: dict[str, dict[str, Fact]] = {}
@@ -180,10 +194,34 @@ constant, derived
     return value
 
 
+def withhold(name: str, reason: str, unit: str = "", kind: str = MEASURED) -> None:
+    """Say that this build has no value for ``name``, and why, in a sentence a reader can act on.
+
+    >>> reset(); begin_page("p.md")
+    >>> withhold("f.speedup", "torch.compile found no C++ compiler: install g++ or clang")
+    >>> value("f.speedup")
+    Traceback (most recent call last):
+    ...
+    ValueError: fact 'f.speedup' is not measured on this build: torch.compile found no C++ \
+compiler: install g++ or clang
+    """
+    _check(name, 0)
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError(f"fact {name!r} is withheld without a reason: say why in a sentence")
+    page = _page or "(no page)"
+    fact = Fact(name, None, unit, page, _block or "(no block)", _check_kind(name, kind), reason)
+    _pages.setdefault(page, {})[name] = fact
+    _published.append(fact)
+
+
 def replay(page_facts: list[dict[str, Any]]) -> None:
     """Publish again what a cached block published when it ran (see the module docstring)."""
     for data in page_facts:
-        publish(data["name"], data["value"], data.get("unit", ""), data.get("kind", MEASURED))
+        unit, kind = data.get("unit", ""), data.get("kind", MEASURED)
+        if data.get("withheld"):
+            withhold(data["name"], data["withheld"], unit, kind)
+        else:
+            publish(data["name"], data["value"], unit, kind)
 
 
 def restore(page_facts: list[dict[str, Any]]) -> None:
@@ -199,13 +237,15 @@ def restore(page_facts: list[dict[str, Any]]) -> None:
     ('b', [])
     """
     for data in page_facts:
+        withheld = str(data.get("withheld") or "")
         fact = Fact(
             name=data["name"],
-            value=_check(data["name"], data["value"]),
+            value=None if withheld else _check(data["name"], data["value"]),
             unit=data.get("unit", ""),
             page=data["page"],
             block_id=data["block_id"],
             kind=_check_kind(data["name"], data.get("kind", MEASURED)),
+            withheld=withheld,
         )
         _pages.setdefault(fact.page, {})[fact.name] = fact
 
@@ -228,8 +268,12 @@ def get(name: str, page: str | None = None) -> Fact:
 
 
 def value(name: str, page: str | None = None) -> FactValue:
-    """The value of fact ``name``; see :func:`get`."""
-    return get(name, page).value
+    """The value of fact ``name``; see :func:`get`. A withheld fact raises ``ValueError``
+    with the reason."""
+    fact = get(name, page)
+    if fact.value is None:
+        raise ValueError(f"fact {name!r} is not measured on this build: {fact.withheld}")
+    return fact.value
 
 
 def page_facts(page: str | None = None) -> dict[str, Fact]:
@@ -251,5 +295,8 @@ def page_digest(page: str | None = None) -> str:
     False
     """
     facts = page_facts(page)
-    data = [[f.name, f.value, f.unit, f.kind] for f in sorted(facts.values(), key=lambda f: f.name)]
+    ordered = sorted(facts.values(), key=lambda f: f.name)
+    data = [
+        [f.name, f.value, f.unit, f.kind] + ([f.withheld] if f.withheld else []) for f in ordered
+    ]
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()

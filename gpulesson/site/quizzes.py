@@ -189,12 +189,21 @@ def _check_before(question: Question, where: str) -> None:
     )
 
 
+def withheld(question: Question) -> bool:
+    """Whether the page withheld a fact the question reads (an absent one is not: reading it
+    fails, naming the fact)."""
+    read = [facts.page_facts().get(name) for name in question.facts]
+    return any(f is not None and f.value is None for f in read)
+
+
 def page_questions(stem: str, fact_values: Mapping[str, Any] | None = None) -> tuple[Question, ...]:
     """The quiz of lesson ``stem`` filled in from the facts of the page being built.
 
     ``fact_values`` (name -> value) replaces the page's facts, for tests. With the
     page's own facts, a predict-then-reveal question must read at least one fact its
-    ``before`` block published (:func:`_check_before`).
+    ``before`` block published (:func:`_check_before`), and a question that reads a fact
+    this build withheld (:func:`gpulesson.site.facts.withhold`) is left out: it has no
+    number to reveal.
     """
     from gpulesson.site import content  # content imports this module's dataclasses
 
@@ -202,6 +211,8 @@ def page_questions(stem: str, fact_values: Mapping[str, Any] | None = None) -> t
     filled = []
     for i, q in enumerate(questions(stem), 1):
         where = f"{file}: question {i}{content.quote(q.prompt)}"
+        if fact_values is None and withheld(q):
+            continue
         if fact_values is None and q.facts:
             try:
                 values = {name: facts.value(name) for name in q.facts}
@@ -348,6 +359,11 @@ def section_markdown(stem: str, fact_values: Mapping[str, Any] | None = None) ->
     qs = page_questions(stem, fact_values)
     predicted = tuple(q for q in qs if q.before)
     rest = tuple(q for q in qs if not q.before)
+    left_out = [  # an empty wrapper fills the slot before its block
+        f'<div class="{WRAPPER_CLASS}" data-before="{html.escape(q.before, quote=True)}"></div>\n\n'
+        for q in questions(stem)
+        if q.before and fact_values is None and withheld(q)
+    ]
     note = ""
     if predicted:
         some = "question" if len(predicted) == 1 else f"{len(predicted)} questions"
@@ -358,6 +374,7 @@ def section_markdown(stem: str, fact_values: Mapping[str, Any] | None = None) ->
         )
     return (
         "".join(prediction_markdown(stem, q) for q in predicted)
+        + "".join(left_out)
         + note
         + f"{_container(stem, rest)}\n\n"
         + f'<div class="gl-quiz-static" markdown="block">\n\n{to_markdown(rest)}\n</div>\n\n'

@@ -59,6 +59,8 @@ OPS_PER_CALL = CHAIN_ROUNDS * OPS_PER_ROUND
 COMPILE_OPTIONS = {"compile_threads": 1, "cpp.vec_isa_ok": True}
 COMPILE_DEVICES = ("cpu", "cuda")  # inductor's mature backends; MPS support is newer
 CHAIN_TOLERANCE = 1e-4  # largest |compiled - eager| accepted (fp32, values of order 1)
+# The headline figures a compiled chain gives (:func:`headline_figures`)
+COMPILED_FIGURES = ("compiled_us", "fusion_speedup", "compile_s", "saved_us", "breakeven_calls")
 
 
 def pointwise_chain(x: torch.Tensor) -> torch.Tensor:
@@ -85,6 +87,10 @@ class CallTiming(Spread):
 class FusionResult:
     """The chain eager and compiled on one device, and the one-off compile.
 
+    Where ``torch.compile`` could not compile the chain (on a CPU inductor needs a C++
+    compiler), ``compiled``, ``compile_s`` and ``max_abs_diff`` are None and
+    ``compile_error`` says why; the eager chain is still timed.
+
     >>> e = CallTiming(mode="eager", samples_s=(100e-6,), calls_per_sample=100)
     >>> c = CallTiming(mode="compiled", samples_s=(20e-6,), calls_per_sample=100)
     >>> r = FusionResult(device="cpu", n_elements=1024, ops_per_call=30, threads=1,
@@ -98,13 +104,16 @@ class FusionResult:
     ops_per_call: int
     threads: int
     eager: CallTiming
-    compiled: CallTiming
-    compile_s: float
-    max_abs_diff: float
+    compiled: CallTiming | None
+    compile_s: float | None
+    max_abs_diff: float | None
+    compile_error: str = ""
 
     @property
-    def speedup(self) -> float:
-        """Eager median over compiled median."""
+    def speedup(self) -> float | None:
+        """Eager median over compiled median; None when the chain was not compiled."""
+        if self.compiled is None:
+            return None
         return self.eager.median_s / self.compiled.median_s
 
     @property
@@ -113,20 +122,48 @@ class FusionResult:
         return self.eager.median_s / self.ops_per_call
 
     @property
-    def saved_per_call_s(self) -> float:
+    def saved_per_call_s(self) -> float | None:
         """What each call saves compiled: eager median minus compiled median."""
+        if self.compiled is None:
+            return None
         return self.eager.median_s - self.compiled.median_s
 
     @property
     def breakeven_calls(self) -> float | None:
         """Calls after which the compile has paid for itself; None when compiling saved nothing."""
-        if self.saved_per_call_s <= 0:
+        saved = self.saved_per_call_s
+        if saved is None or saved <= 0 or self.compile_s is None:
             return None
-        return self.compile_s / self.saved_per_call_s
+        return self.compile_s / saved
+
+
+def missing_figures(f: FusionResult) -> dict[str, str]:
+    """The headline figures this result lacks, each with why: what the lesson says instead.
+
+    >>> e = CallTiming(mode="eager", samples_s=(100e-6,), calls_per_sample=100)
+    >>> c = CallTiming(mode="compiled", samples_s=(120e-6,), calls_per_sample=100)
+    >>> r = FusionResult(device="cpu", n_elements=256, ops_per_call=30, threads=1,
+    ...                  eager=e, compiled=c, compile_s=2.0, max_abs_diff=0.0)
+    >>> missing_figures(r)["breakeven_calls"]
+    'the compiled chain was no faster than eager on this build (120 µs against 100 µs per \
+call), so its compile never pays for itself'
+    """
+    if f.compiled is None:
+        return dict.fromkeys(COMPILED_FIGURES, f.compile_error)
+    if f.breakeven_calls is None:
+        return {
+            "breakeven_calls": (
+                f"the compiled chain was no faster than eager on this build "
+                f"({f.compiled.median_s * 1e6:.3g} µs against {f.eager.median_s * 1e6:.3g} µs "
+                "per call), so its compile never pays for itself"
+            )
+        }
+    return {}
 
 
 def headline_figures(f: FusionResult) -> dict[str, tuple[float, str]]:
-    """The figures the lesson's claims read, by name, with their units.
+    """The figures the lesson's claims read, by name, with their units: those the result has
+    (:func:`missing_figures` names the others).
 
     >>> e = CallTiming(mode="eager", samples_s=(100e-6,), calls_per_sample=100)
     >>> c = CallTiming(mode="compiled", samples_s=(20e-6,), calls_per_sample=100)
@@ -136,16 +173,17 @@ def headline_figures(f: FusionResult) -> dict[str, tuple[float, str]]:
     >>> round(value), unit
     (25000, 'calls')
     """
-    figures = {
+    figures: dict[str, tuple[float, str]] = {
         "eager_us": (f.eager.median_s * 1e6, "µs"),
-        "compiled_us": (f.compiled.median_s * 1e6, "µs"),
         "eager_per_op_us": (f.eager_per_op_s * 1e6, "µs"),
-        "fusion_speedup": (f.speedup, "x"),
-        "compile_s": (f.compile_s, "s"),
-        "saved_us": (f.saved_per_call_s * 1e6, "µs"),
         "ops_per_call": (f.ops_per_call, "ops"),
         "n_elements": (f.n_elements, "elements"),
     }
+    if f.compiled is not None and f.compile_s is not None:
+        figures["compiled_us"] = (f.compiled.median_s * 1e6, "µs")
+        figures["fusion_speedup"] = (f.eager.median_s / f.compiled.median_s, "x")
+        figures["compile_s"] = (f.compile_s, "s")
+        figures["saved_us"] = ((f.eager.median_s - f.compiled.median_s) * 1e6, "µs")
     if f.breakeven_calls is not None:
         figures["breakeven_calls"] = (f.breakeven_calls, "calls")
     return figures
@@ -244,10 +282,32 @@ def using_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def compile_failure(exc: BaseException, device: str) -> str:
+    """Why ``torch.compile`` failed, in one sentence with the fix: the error's first line
+    that says something (dynamo wraps it in a few lines of its own).
+
+    >>> compile_failure(RuntimeError("backend='inductor' raised:\\nInvalidCxxCompiler: No "
+    ...     "working C++ compiler found\\n\\nSet TORCHDYNAMO_VERBOSE=1 for more"), "cpu")
+    'torch.compile could not compile the chain on this machine (InvalidCxxCompiler: No working \
+C++ compiler found): on a CPU it needs a C++ compiler on the PATH; install g++ or clang and \
+build again'
+    """
+    lines = [line.strip() for line in str(exc).splitlines()]
+    said = [line for line in lines if line and not line.startswith(("backend=", "Set TORCH"))]
+    what = (said[0] if said else type(exc).__name__)[:200]
+    fix = (
+        "on a CPU it needs a C++ compiler on the PATH; install g++ or clang and build again"
+        if device == "cpu"
+        else "check that Triton works with this torch and driver, then build again"
+    )
+    return f"torch.compile could not compile the chain on this machine ({what}): {fix}"
+
+
 def measure_fusion(
     device: str = "cpu", n: int = 256, threads: int | None = 1, min_run_time_s: float = 0.1
 ) -> FusionResult:
-    """Compile :func:`pointwise_chain` on ``device``, then time it eager and compiled."""
+    """Compile :func:`pointwise_chain` on ``device``, then time it eager and compiled (eager
+    only, with the reason, where it cannot compile)."""
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}: use cuda, mps or cpu")
     if device not in COMPILE_DEVICES:
@@ -266,7 +326,24 @@ def measure_fusion(
         compiled = torch.compile(pointwise_chain, dynamic=False, options=COMPILE_OPTIONS)
         barrier(device)
         start = time.perf_counter()
-        y = compiled(x)
+        try:
+            y = compiled(x)
+        except Exception as exc:  # no one type: dynamo, inductor and the C++ toolchain each raise
+            (eager_s, eager_calls), *_ = time_in_turns(
+                [lambda: pointwise_chain(x)], device, threads, min_run_time_s
+            )
+            eager = CallTiming(mode="eager", samples_s=eager_s, calls_per_sample=eager_calls)
+            return FusionResult(
+                device=device,
+                n_elements=n,
+                ops_per_call=OPS_PER_CALL,
+                threads=threads,
+                eager=eager,
+                compiled=None,
+                compile_s=None,
+                max_abs_diff=None,
+                compile_error=compile_failure(exc, device),
+            )
         barrier(device)
         compile_s = time.perf_counter() - start
     max_abs_diff = float((y - pointwise_chain(x)).abs().max())
