@@ -608,6 +608,25 @@ def test_facts_published_in_the_worker_reach_later_blocks_fresh_and_cached(tmp_p
     assert _runs(counter) == 1
 
 
+def test_a_block_that_withheld_a_figure_runs_again_next_build_and_passes_the_reason_on(
+    tmp_path, cache
+):
+    """What the machine lacked (a C++ compiler) may be installed before the next build, so
+    such a block is never served from the cache; a later block still reads the reason."""
+    counter = tmp_path / "runs"
+    page = (
+        '# P\n\n```python exec="on" id="pub"\nfrom gpulesson.site import facts\n'
+        f"open({str(counter)!r}, 'a').write('x')\n"
+        'facts.withhold("t.compiled_us", "no C++ compiler here", "µs")\nprint("timed")\n```\n\n'
+        '```python exec="on" id="read"\nfrom gpulesson.site import facts\n'
+        'print("reason:", facts.get("t.compiled_us").withheld)\n```\n'
+    )
+    for _ in range(2):
+        facts.begin_page("p.md")
+        assert "reason: no C++ compiler here" in _convert(page)
+    assert _runs(counter) == 2
+
+
 def test_a_failed_block_publishes_nothing(cache):
     html = _convert(
         _block("half", "from gpulesson.site import facts\nfacts.publish('h.x', 1)\n1/0")

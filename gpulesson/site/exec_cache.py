@@ -839,7 +839,15 @@ def cached_runner(
                     block_id,
                     ", ".join(changed[:3]),
                 )
-            if cacheable and policy.write and store is not None and not changed:
+            withheld = [f["name"] for f in published if f.get("withheld")]
+            if withheld:  # what the machine lacked (a compiler) may be there next time
+                log.info(
+                    "%s: block %r not cached: it could not measure %s; the next build runs it",
+                    page,
+                    block_id,
+                    ", ".join(withheld[:3]),
+                )
+            if cacheable and policy.write and store is not None and not changed and not withheld:
                 names = dependencies(data.get("reads", {}), settings.base_dir)
                 for name in names:  # the block may have written them: hash them anew
                     settings.hashes.pop(name, None)
