@@ -5,7 +5,10 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -95,6 +98,26 @@ def test_only_the_active_calls_are_recorded_and_each_op_is_counted():
     assert p.op("aten::mm").calls == 3 and p.op("aten::relu").calls == 3
     assert not p.has("aten::cumsum")  # the wait step ran unprofiled
     assert (p.wait, p.warmup, p.active) == (1, 1, 3)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU, kineto's messages stay")
+def test_profiling_without_a_gpu_prints_no_profiler_lines_to_the_console():
+    code = (
+        "import torch\nfrom gpulesson.timing.profile import profile_callable\n"
+        "a = torch.ones(8, 8)\nprofile_callable(lambda: a @ a, wait=0, warmup=1, active=1)\n"
+        "profile_callable(lambda: a @ a, wait=0, warmup=1, active=1)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "USDT" not in done.stderr and "profiler_start" not in done.stderr, done.stderr
+    mine = subprocess.run(  # a level the reader set is kept
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**env, "KINETO_LOG_LEVEL": "0"},
+    )
+    assert "profiler_start" in mine.stderr
 
 
 def test_without_wait_or_warmup_the_first_call_is_the_one_profiled():

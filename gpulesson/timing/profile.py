@@ -38,6 +38,7 @@ import contextlib
 import gzip
 import json
 import math
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -367,6 +368,21 @@ def _export_trace(prof: profile) -> bytes:
         return compact_trace(path.read_bytes())
 
 
+def quiet_kineto() -> None:
+    """Silence the profiler library's console lines where there is no CUDA device to trace.
+
+    Kineto, the library under ``torch.profiler``, prints ``USDT: ... profiler_start`` and
+    ``profiler_stop`` for every profile, and with a CUDA build of torch on a machine
+    without a GPU also ``ERROR: ... gpuGetDeviceCount failed with code 35``: noise in a
+    site build's log, and an alarming line for a reader whose build is fine. It reads
+    ``KINETO_LOG_LEVEL`` once, when the first profile of the process starts; 6 prints
+    nothing (its levels run from 0, verbose, to 5, the USDT lines). With a CUDA device the
+    messages stay (a CUPTI failure shows there), and a level the reader set is kept.
+    """
+    if not torch.cuda.is_available():
+        os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+
 def profile_callable(
     fn: Callable[[], Any],
     *,
@@ -393,6 +409,7 @@ def profile_callable(
         activities.append(ProfilerActivity.CUDA)
     plan = schedule(wait=wait, warmup=warmup, active=active, repeat=1) if wait or warmup else None
     samples: list[float] = []
+    quiet_kineto()
     with _threads(threads) as used:
         with profile(activities=activities, schedule=plan, profile_memory=memory) as prof:
             for index in range(wait + warmup + active):
