@@ -103,7 +103,7 @@ def test_the_quiz_asks_for_the_hours_the_page_computed(page):
 
 
 def quizzes_about(x: float) -> str:
-    from gpulesson.site.quiz_values import about
+    from gpulesson.course.common import about
 
     return about(x)
 

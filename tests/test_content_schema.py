@@ -120,9 +120,7 @@ QUIZ_CASES = [
         "docs/lessons/demo.quiz.yml: question 1: prompt: must be text, not 42: put it in quotes",
     ),
     (
-        QUIZ.replace(
-            "    options:", "    values: gpulesson.site.quiz_values:decades\n    options:"
-        ),
+        QUIZ.replace("    options:", "    values: gpulesson.course.common:decades\n    options:"),
         'question 1 ("First question?"): facts: missing: '
         "a templated question needs both facts and values",
     ),
@@ -130,7 +128,7 @@ QUIZ_CASES = [
         QUIZ.replace(
             "    options:",
             "    facts: [timing inflation]\n"
-            "    values: gpulesson.site.quiz_values:decades\n    options:",
+            "    values: gpulesson.course.common:decades\n    options:",
         ),
         "facts: 'timing inflation' is not a fact name: "
         "name a fact the page publishes, such as timing.inflation",

@@ -34,7 +34,7 @@ questions:
   - prompt: Predict the figure.
     before: demo-figure
     facts: [timing.inflation]
-    values: gpulesson.site.quiz_values:decades
+    values: gpulesson.course.common:decades
     options:
 {options}
   - prompt: Second?
@@ -90,7 +90,7 @@ def test_a_quiz_of_two_questions_with_two_options_and_no_prediction_breaks_three
     two = "\n".join(OPTIONS.splitlines()[:5])
     quiz = QUIZ.format(options=two).split("  - prompt: Third?")[0]
     quiz = quiz.replace("    facts: [timing.inflation]\n", "").replace(
-        "    values: gpulesson.site.quiz_values:decades\n", ""
+        "    values: gpulesson.course.common:decades\n", ""
     )
     (docs / "lessons" / "demo.quiz.yml").write_text(quiz.replace("    before: demo-figure\n", ""))
     found = _problems(docs)
@@ -122,7 +122,7 @@ def test_a_question_that_reads_the_pages_facts_after_the_page_printed_them_is_na
 
 def test_a_prediction_without_facts_does_not_count_as_predict_then_reveal(docs):
     quiz = QUIZ.format(options=OPTIONS).replace("    facts: [timing.inflation]\n", "")
-    quiz = quiz.replace("    values: gpulesson.site.quiz_values:decades\n", "")
+    quiz = quiz.replace("    values: gpulesson.course.common:decades\n", "")
     (docs / "lessons" / "demo.quiz.yml").write_text(quiz)
     assert [p.split(";")[0] for p in _problems(docs)] == [
         "docs/lessons/demo.quiz.yml: questions: none is a predict-then-reveal question"

@@ -12,7 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from gpulesson.site import claims, content, facts, quiz_values, quizzes
+from gpulesson.course import common
+from gpulesson.site import claims, content, facts, quizzes
 from tests.conftest import REPO
 from tests.lesson_blocks import PageRun, page_fixture, run_claims_after
 
@@ -148,7 +149,7 @@ def test_the_quiz_reads_the_peak_ratio_the_page_published(page):
         and templated[0].facts == ("inside.peak_ratio_largest",)
         or list(templated[0].facts) == ["inside.peak_ratio_largest"]
     )
-    values = quiz_values.decades({"x": page.values()["inside.peak_ratio_largest"]})
+    values = common.decades({"x": page.values()["inside.peak_ratio_largest"]})
     text = quizzes.section_markdown(STEM, page.values())
     assert values["value"] in text
 

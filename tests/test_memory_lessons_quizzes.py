@@ -12,11 +12,12 @@ import re
 
 import pytest
 
+from gpulesson.course import budget, common, fix_ladder, oom
 from gpulesson.errors.diagnose import diagnose
 from gpulesson.errors.fix_ladder import checkpointing_leftover
 from gpulesson.memory.budget import estimate
 from gpulesson.memory.capacity import max_params
-from gpulesson.site import claims, content, facts, quiz_values, quizzes
+from gpulesson.site import claims, content, facts, quizzes
 from gpulesson.site.error_examples import message
 from gpulesson.units import GB, GIB
 from tests.conftest import REPO
@@ -88,7 +89,7 @@ def test_a_changed_number_under_a_claim_shows_the_warning(built_site):
 def test_memory_quiz_asks_for_the_amp_bill_the_page_printed(built_site):
     printed = built_page(built_site, "memory").printed
     (question,) = templated("memory")
-    bill = quiz_values.figure(estimate(7e9, preset="amp").total_bytes / GB)
+    bill = common.figure(estimate(7e9, preset="amp").total_bytes / GB)
     assert right_answer(question) == f"{bill} GB" == "112 GB"
     assert f"**peak of the step (optimizer step)** | **{bill}.000**" in printed[
         "memory-adam-ledger"
@@ -107,8 +108,8 @@ def test_budget_quiz_offers_the_norm_and_the_gqa_cache(built_site):
 def test_capacity_quiz_reads_the_card_as_gib(built_site):
     built_page(built_site, "capacity")
     (question,) = templated("capacity")
-    right = quiz_values.figure(max_params(24 * GIB, "amp") / 1e9)
-    decimal = quiz_values.figure(max_params(24 * GB, "amp") / 1e9)
+    right = common.figure(max_params(24 * GIB, "amp") / 1e9)
+    decimal = common.figure(max_params(24 * GB, "amp") / 1e9)
     assert right_answer(question) == f"{right} billion"
     assert f"{decimal} billion" in {o.text for o in question.options} and right != decimal
 
@@ -120,7 +121,7 @@ def test_oom_quiz_quotes_the_torch_1x_example_and_asks_for_its_cache(built_site)
     for number in re.findall(r"\d+\.\d+ [MG]iB", text):
         assert number in question.prompt
     cache = diagnose(text).reserved_unallocated_bytes
-    assert right_answer(question) == quiz_values.binary_size(cache)
+    assert right_answer(question) == oom.binary_size(cache)
     assert "10.58 GiB" in {o.text for o in question.options}  # reserved, misread as cache
 
 
@@ -162,31 +163,31 @@ def _budget_bills() -> dict[str, float]:
 
 
 def test_named_figures_keep_the_page_numbers_under_their_last_names():
-    assert quiz_values.named_figures({"capacity.gib24_amp_b": 1.6106}) == {"gib24_amp_b": "1.61"}
+    assert common.named_figures({"capacity.gib24_amp_b": 1.6106}) == {"gib24_amp_b": "1.61"}
     with pytest.raises(ValueError, match="share the name"):
-        quiz_values.named_figures({"a.x": 1.0, "b.x": 2.0})
+        common.named_figures({"a.x": 1.0, "b.x": 2.0})
     with pytest.raises(ValueError, match="not a positive number"):
-        quiz_values.named_figures({"a.x": float("nan")})
+        common.named_figures({"a.x": float("nan")})
 
 
 def test_kv_cache_sizes_refuse_facts_that_make_two_options_alike():
-    assert quiz_values.kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 8.0}) == {
+    assert budget.kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 8.0}) == {
         "gqa": "1",
         "mha": "8",
         "k_only": "0.5",
         "fp32": "2",
     }
     with pytest.raises(ValueError, match="read alike"):
-        quiz_values.kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 1.0})
+        budget.kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 1.0})
 
 
 def test_torch1x_cache_names_missing_facts():
     with pytest.raises(ValueError, match="oom.torch1x_free_bytes"):
-        quiz_values.torch1x_cache({"oom.torch1x_requested_bytes": 1})
+        oom.torch1x_cache({"oom.torch1x_requested_bytes": 1})
 
 
 def test_checkpointing_savings_expectation_is_above_the_real_saving():
-    values = quiz_values.checkpointing_savings(
+    values = fix_ladder.checkpointing_savings(
         {
             "ladder.ckpt_saving_pct": 30.0,
             "ladder.both_saving_pct": 70.0,

@@ -15,12 +15,13 @@ import dataclasses
 import pytest
 import torch
 
+from gpulesson.course import mixed_precision
 from gpulesson.precision import gpu
 from gpulesson.results import entries_precision
 from gpulesson.results.bundle import Measurement, load
 from gpulesson.results.compare import Sourced
 from gpulesson.results.measurements import single
-from gpulesson.site import build_bundle, claims, content, facts, gpu_figures, quiz_values, quizzes
+from gpulesson.site import build_bundle, claims, content, facts, gpu_figures, quizzes
 from tests.conftest import REPO
 from tests.lesson_blocks import exec_blocks, page_fixture, run_block, run_claims_after
 
@@ -106,7 +107,7 @@ def test_the_quiz_offers_the_measured_activation_ratio(page, monkeypatch):
     templated = [q for q in written if q.facts]
     assert templated, "the quiz needs a predict-the-number question"
     for question in templated:
-        values = quiz_values.activation_ratio_readings(
+        values = mixed_precision.activation_ratio_readings(
             {n: page.values()[n] for n in question.facts}
         )
         right = next(o.text for o in question.options if o.correct)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulesson.site import claims, facts, quiz_values, quizzes
+from gpulesson.course import common, multi_gpu
+from gpulesson.site import claims, facts, quizzes
 from tests.conftest import REPO
 from tests.lesson_blocks import page_fixture
 
@@ -143,7 +144,7 @@ def test_the_quiz_predicts_a_time_from_the_measured_bandwidth(page):
         assert sum(o.correct for o in filled.options) == 1
     bus = values["multigpu.gloo_largest_bus_gbs"].value
     size = values["multigpu.gloo_largest_bytes"].value
-    readings = quiz_values.allreduce_time_readings(
+    readings = multi_gpu.allreduce_time_readings(
         {"multigpu.gloo_largest_bus_gbs": bus, "multigpu.gloo_largest_bytes": size}
     )
-    assert readings["ring"] == quiz_values.about(4 * size / (bus * 1e9) * 1e3)
+    assert readings["ring"] == common.about(4 * size / (bus * 1e9) * 1e3)

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from gpulesson.course import common
 from gpulesson.results.bundle import load, to_json
 from gpulesson.results.entries_profiling import profile_measurements
-from gpulesson.site import claims, content, facts, gpu_figures, quiz_values, quizzes
+from gpulesson.site import claims, content, facts, gpu_figures, quizzes
 from gpulesson.timing.profile import (
     PROFILE_BATCH,
     PROFILE_CONFIG,
@@ -112,7 +113,7 @@ def test_the_quiz_asks_for_the_first_steps_allocation_the_page_measured(page, mo
     question = next(q for q in filled if "first training step" in q.prompt)
     correct = next(o.text for o in question.options if o.correct)
     measured = published["profiling.first_optimizer_mib"].value
-    assert correct == f"About {quiz_values.about(measured)} MiB"
+    assert correct == f"About {common.about(measured)} MiB"
     assert f"{published['profiling.parameters'].value:,}" in question.prompt
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpulesson.course.software_stack import gb_gib_readings
+from gpulesson.course.where_to_run import SWEEP_BILL_FACTS, sweep_bill
 from gpulesson.memory import cost
 from gpulesson.site import content, quizzes
-from gpulesson.site.quiz_values import SWEEP_BILL_FACTS, gb_gib_readings, sweep_bill
 from tests.conftest import REPO
 
 GIB = 2**30

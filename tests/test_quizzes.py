@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,7 +41,7 @@ TEMPLATED = """\
   - prompt: "About how large is x ({measured})?"
     before: demo-x
     facts: [demo.x]
-    values: gpulesson.site.quiz_values:decades
+    values: gpulesson.course.common:decades
     options:
       - text: "{tenth}"
         why: Ten times too small.
@@ -269,16 +270,38 @@ def test_a_templated_question_needs_facts_and_values(docs):
     )
 
 
-def test_a_values_function_outside_the_site_package_is_refused(docs):
-    text = LESSON_QUIZ + TEMPLATED.replace("gpulesson.site.quiz_values:decades", "os:system")
+def test_a_values_function_outside_the_course_package_is_refused(docs):
+    text = LESSON_QUIZ + TEMPLATED.replace("gpulesson.course.common:decades", "os:system")
     assert "question 3 (" in _quiz_error(docs, text)
-    assert "values: 'os:system' must name a function in gpulesson.site" in _quiz_error(docs, text)
+    assert "values: 'os:system' must name a function in gpulesson.course" in _quiz_error(docs, text)
+    text = LESSON_QUIZ + TEMPLATED.replace("gpulesson.course.common:", "gpulesson.site.hooks:")
+    assert "'gpulesson.site.hooks:decades' must name a function in gpulesson.course" in (
+        _quiz_error(docs, text)
+    )
+
+
+def test_the_build_process_checks_a_values_name_without_importing_the_lesson_module(
+    docs, monkeypatch
+):
+    """The check reads the module's source: a lesson module that imports torch stays out of
+    the MkDocs process, which imports no torch."""
+    text = LESSON_QUIZ + TEMPLATED.replace(
+        "gpulesson.course.common:decades", "gpulesson.course.decoding:decode_bound_readings"
+    )
+    (docs / "lessons" / "demo.quiz.yml").write_text(text)
+    monkeypatch.delitem(sys.modules, "gpulesson.course.decoding", raising=False)
+    content.configure(docs)
+    assert "gpulesson.course.decoding" not in sys.modules
+    text = text.replace(":decode_bound_readings", ":decode_bound")
+    assert _quiz_error(docs, text).endswith(
+        "gpulesson.course.decoding has no function decode_bound"
+    )
 
 
 def test_a_values_function_that_does_not_exist_is_refused(docs):
     text = LESSON_QUIZ + TEMPLATED.replace(":decades", ":nope")
     assert _quiz_error(docs, text).endswith(
-        "values: 'gpulesson.site.quiz_values:nope': gpulesson.site.quiz_values has no function nope"
+        "values: 'gpulesson.course.common:nope': gpulesson.course.common has no function nope"
     )
 
 

@@ -3,9 +3,11 @@
 ``gpulesson/course/<lesson>.py`` is named after the lesson's page, its slug with ``-`` as
 ``_`` (``docs/lessons/why-gpus.md`` -> :mod:`gpulesson.course.why_gpus`), and holds what
 only that page shows: the functions that turn frozen results into its Markdown tables,
-charts and sentences, and its fixed texts. A renderer several lessons use lives in the
-module of the lesson that introduces it (the first in the course's order, ``nav`` of
-``mkdocs.yml``); later lessons import it from there.
+charts and sentences, its fixed texts, and the values its quiz's templated questions show.
+A renderer several lessons use lives in the module of the lesson that introduces it (the
+first in the course's order, ``nav`` of ``mkdocs.yml``); later lessons import it from
+there. :mod:`gpulesson.course.common` holds what many lessons share and none introduces:
+the quizzes' :func:`~gpulesson.course.common.decades` and its kin.
 
 The layers: the topic packages (:mod:`gpulesson.timing`, :mod:`~gpulesson.memory`,
 :mod:`~gpulesson.precision`, :mod:`~gpulesson.errors`, :mod:`~gpulesson.results`,

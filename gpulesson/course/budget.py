@@ -9,6 +9,10 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from gpulesson.course.common import figure
 from gpulesson.memory.budget import Budget, LeverTable, LogitsTensor
 from gpulesson.memory.planner import PlannerResult
 from gpulesson.memory.recipes import Recipe
@@ -245,3 +249,32 @@ def planner_markdown(results: tuple[PlannerResult, ...]) -> str:
         verdicts = ["fits" if c.fits else "no" for c in p.fits]
         rows.append([label, p.peak_phase, *cells, *verdicts])
     return markdown_table(header, rows, align="ll" + "r" * 8 + "l" * len(cards))
+
+
+def kv_cache_sizes(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A GQA KV cache (GiB), and what three misreadings of the formula give instead.
+
+    Reads ``budget.kv_gqa_gib`` (the page's cache with grouped-query attention)
+    and ``budget.kv_mha_gib`` (every head keeping K and V). ``k_only`` forgets
+    the factor 2 for keys and values; ``fp32`` counts 4 bytes per value instead
+    of fp16's 2; ``mha`` forgets that KV heads are shared.
+
+    >>> kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 4.0})
+    {'gqa': '1', 'mha': '4', 'k_only': '0.5', 'fp32': '2'}
+    >>> kv_cache_sizes({"budget.kv_gqa_gib": 1.0, "budget.kv_mha_gib": 2.0})
+    Traceback (most recent call last):
+    ...
+    ValueError: kv_cache_sizes: the MHA cache (2) is twice the GQA one, so two options read alike
+    """
+    gqa, mha = float(facts["budget.kv_gqa_gib"]), float(facts["budget.kv_mha_gib"])
+    if mha in (gqa, 2 * gqa):
+        raise ValueError(
+            f"kv_cache_sizes: the MHA cache ({mha:g}) is "
+            f"{'equal to' if mha == gqa else 'twice'} the GQA one, so two options read alike"
+        )
+    return {
+        "gqa": figure(gqa),
+        "mha": figure(mha),
+        "k_only": figure(gqa / 2),
+        "fp32": figure(2 * gqa),
+    }

@@ -8,9 +8,10 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from gpulesson.course.common import about
 from gpulesson.memory.compute import MfuReading, TrainingPlan
 
 if TYPE_CHECKING:  # torch-free at run time: these are only read
@@ -321,3 +322,36 @@ def chinchilla_markdown(plans: Sequence[TrainingPlan]) -> str:
             f"{p.peak_flop_per_s / 1e12:,.1f} TFLOP/s) at MFU {p.mfu:.2f}.",
         ]
     return "\n".join(lines)
+
+
+def training_hours_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A training run's wall-clock hours, and the hours three common slips give instead.
+
+    Reads ``compute.plan_hours`` (6ND over GPUs x dense peak x MFU, in hours) and
+    ``compute.plan_mfu``. ``forward_only`` counts 2ND instead of 6ND (a third of the
+    hours); ``sparse_peak`` divides by the datasheet's 2:4 sparsity figure, twice the
+    dense one (half); ``full_peak`` leaves MFU out, as if the GPUs ran at their peak (MFU
+    times the hours). Refuses an MFU that would make two of the four read the same.
+
+    >>> training_hours_readings({"compute.plan_hours": 1636.0, "compute.plan_mfu": 0.4})
+    {'hours': '1,600', 'forward_only': '550', 'sparse_peak': '820', 'full_peak': '650'}
+    >>> training_hours_readings({"compute.plan_hours": 1636.0, "compute.plan_mfu": 0.5})
+    Traceback (most recent call last):
+    ...
+    ValueError: training_hours_readings: at MFU 0.5 two options read the same (820 hours)
+    """
+    hours, mfu = float(facts["compute.plan_hours"]), float(facts["compute.plan_mfu"])
+    values = {
+        "hours": about(hours),
+        "forward_only": about(hours / 3),
+        "sparse_peak": about(hours / 2),
+        "full_peak": about(hours * mfu),
+    }
+    seen: dict[str, str] = {}
+    for name, text in values.items():
+        if text in seen.values():
+            raise ValueError(
+                f"training_hours_readings: at MFU {mfu:g} two options read the same ({text} hours)"
+            )
+        seen[name] = text
+    return values

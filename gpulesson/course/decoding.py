@@ -14,8 +14,10 @@ tokens/s, MB (10^6 bytes) for bytes per step, GB/s (10^9) for bandwidths, KiB an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from gpulesson.course.common import about
 from gpulesson.tables import markdown_table
 from gpulesson.timing import charts
 from gpulesson.timing.decode import DecodePlan, DecodeSweep
@@ -333,3 +335,32 @@ def reservation_markdown(r: Reservation) -> str:
             f"{r.kv_tokens:,} tokens of context, shared by every request in flight.",
         ]
     )
+
+
+def decode_bound_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """The decode loop's batch-1 bandwidth bound in tokens/s, and three misreadings of it.
+
+    Reads ``decoding.bandwidth_gbs`` (the copy bandwidth, GB/s), ``decoding.weight_mb``
+    (MB of fp32 weights a step reads) and ``decoding.b1_tokens_per_s`` (what batch 1
+    measured). ``bound`` is bandwidth / weight bytes; ``params`` divides by parameters
+    instead of bytes (4 bytes each: four times too high); ``copy`` counts each weight as
+    read and written, like the copy (half); ``bits`` divides bytes per second by bits.
+    ``bandwidth`` and ``weight_mb`` are the two inputs, for the prompt.
+
+    >>> decode_bound_readings({"decoding.bandwidth_gbs": 30.0, "decoding.weight_mb": 110.0,
+    ...                        "decoding.b1_tokens_per_s": 80.0})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'bound': '270', 'params': '1,100', 'copy': '140', 'bits': '34', 'measured': '80',
+     'bandwidth': '30', 'weight_mb': '110'}
+    """
+    bandwidth = float(facts["decoding.bandwidth_gbs"]) * 1e9
+    bound = bandwidth / (float(facts["decoding.weight_mb"]) * 1e6)
+    return {
+        "bound": about(bound),
+        "params": about(bound * 4),
+        "copy": about(bound / 2),
+        "bits": about(bound / 8),
+        "measured": about(float(facts["decoding.b1_tokens_per_s"])),
+        "bandwidth": about(float(facts["decoding.bandwidth_gbs"])),
+        "weight_mb": about(float(facts["decoding.weight_mb"])),
+    }

@@ -9,6 +9,9 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from gpulesson.errors.fix_ladder import CheckpointingLeftover, LadderRow, Rung, Step
 from gpulesson.tables import markdown_table
 from gpulesson.units import GB
@@ -87,3 +90,33 @@ def steps_markdown(steps: tuple[Step, ...]) -> str:
         f"{i}. **{step.action}**{' *(free)*' if step.free else ''}"
         for i, step in enumerate(steps, 1)
     )
+
+
+def checkpointing_savings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """Checkpointing's saving on the ladder's run (%), and two savings a reader expects instead.
+
+    Reads checkpointing's own saving, ``ladder.checkpointing_saving_pct`` (the ladder
+    table's row) or ``ladder.ckpt_saving_pct`` (the leftover block's; the same figure),
+    ``ladder.both_saving_pct`` (checkpointing with a chunked loss), ``ladder.run_gb`` and
+    ``ladder.run_persistent_gb``. ``everything`` is what checkpointing would save if
+    every byte beyond the weights, gradients and optimizer state belonged to the blocks.
+
+    >>> checkpointing_savings({"ladder.ckpt_saving_pct": 42.9, "ladder.both_saving_pct": 82.8,
+    ...                        "ladder.run_gb": 21.15, "ladder.run_persistent_gb": 1.99})
+    {'ckpt': '43', 'both': '83', 'everything': '91'}
+    >>> checkpointing_savings({"ladder.checkpointing_saving_pct": 42.9,
+    ...     "ladder.both_saving_pct": 82.8, "ladder.run_gb": 21.15,
+    ...     "ladder.run_persistent_gb": 1.99})["ckpt"]
+    '43'
+    """
+    own = facts.get("ladder.checkpointing_saving_pct", facts.get("ladder.ckpt_saving_pct"))
+    if own is None:
+        raise ValueError(
+            "checkpointing_savings needs ladder.checkpointing_saving_pct (or "
+            "ladder.ckpt_saving_pct): list it under facts"
+        )
+    ckpt, both = float(own), float(facts["ladder.both_saving_pct"])
+    everything = 100 * (
+        1 - float(facts["ladder.run_persistent_gb"]) / float(facts["ladder.run_gb"])
+    )
+    return {"ckpt": f"{ckpt:.0f}", "both": f"{both:.0f}", "everything": f"{everything:.0f}"}

@@ -22,6 +22,7 @@ their dense fp8 peak, from the course's datasheet table.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gpulesson.precision.activations import ActivationComparison
 from gpulesson.precision.formats import (
@@ -432,3 +433,32 @@ def low_precision_markdown() -> str:
             )
         )
     return markdown_table(header, rows, align="lrrllll")
+
+
+def activation_ratio_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """Autocast's measured activation share, and three shares a reader expects instead.
+
+    Reads ``mp.act_meas_ratio`` (activations saved under autocast over fp32, measured)
+    and ``mp.act_est_ratio`` (the same from the budget estimate, which prices every
+    activation at 2 bytes). ``half`` is "every activation became 16-bit"; ``quarter``
+    confuses 16-bit with 8-bit; ``same`` is "autocast only casts the weights".
+    Refuses a measurement that would read like one of those three.
+
+    >>> activation_ratio_readings({"mp.act_meas_ratio": 0.656, "mp.act_est_ratio": 0.501})
+    {'measured': '0.66', 'estimate': '0.50', 'half': '0.50', 'quarter': '0.25', 'same': '1.00'}
+    >>> activation_ratio_readings({"mp.act_meas_ratio": 0.5, "mp.act_est_ratio": 0.5})
+    Traceback (most recent call last):
+    ...
+    ValueError: activation_ratio_readings: the measured share 0.50 reads like a distractor
+    """
+    measured = f"{float(facts['mp.act_meas_ratio']):.2f}"
+    distractors = {"half": "0.50", "quarter": "0.25", "same": "1.00"}
+    if measured in distractors.values():
+        raise ValueError(
+            f"activation_ratio_readings: the measured share {measured} reads like a distractor"
+        )
+    return {
+        "measured": measured,
+        "estimate": f"{float(facts['mp.act_est_ratio']):.2f}",
+        **distractors,
+    }

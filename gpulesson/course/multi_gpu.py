@@ -27,8 +27,10 @@ in GB/s (10^9 bytes per second); times in milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from gpulesson.course.common import about, figure
 from gpulesson.memory.comm import BRIDGE_GPUS, LinkTime, RingRow, ZeroRow, formula
 from gpulesson.memory.parallel import BubbleRow, TensorParallelStep
 from gpulesson.tables import markdown_table
@@ -256,3 +258,60 @@ def bubble_markdown(rows: Sequence[BubbleRow]) -> str:
     header = ["stages (p)", *(f"m = {m}" for m in counts)]
     cells = [[str(r.stages), *(f"{f:.0%}" for _, f in r.fractions)] for r in rows]
     return markdown_table(header, cells, align="r" * len(header))
+
+
+def allreduce_time_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """An all-reduce four times the largest measured size on two ranks (ms), and three slips.
+
+    Reads ``multigpu.gloo_largest_bus_gbs`` (bus bandwidth at the largest size, GB/s) and
+    ``multigpu.gloo_largest_bytes``. With two ranks 2(N-1)/N is 1, so the ring formula gives
+    4 x size / bus bandwidth (``ring``). ``factor_two`` doubles it (2(N-1)/N read as 2);
+    ``eight_gpus`` uses eight GPUs' factor, 1.75; ``bits`` divides bytes by a rate in bits
+    (8 times too long). Refuses readings that would make two options read the same.
+    ``bus_gbs`` and ``largest_mib`` are the measured inputs, for the prompt.
+
+    >>> allreduce_time_readings({"multigpu.gloo_largest_bus_gbs": 0.8,
+    ...                          "multigpu.gloo_largest_bytes": 67108864})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'ring': '340', 'factor_two': '670', 'eight_gpus': '590', 'bits': '2,700', 'size_mib': '256',
+     'bus_gbs': '0.80', 'largest_mib': '64'}
+    """
+    bus = float(facts["multigpu.gloo_largest_bus_gbs"]) * 1e9
+    size = 4 * float(facts["multigpu.gloo_largest_bytes"])
+    ms = size / bus * 1e3
+    values = {
+        "ring": about(ms),
+        "factor_two": about(2 * ms),
+        "eight_gpus": about(1.75 * ms),
+        "bits": about(8 * ms),
+    }
+    if len(set(values.values())) != len(values):
+        raise ValueError(f"allreduce_time_readings: two options read the same: {values}")
+    return {
+        **values,
+        "size_mib": f"{size / 2**20:,.0f}",
+        "bus_gbs": about(bus / 1e9),
+        "largest_mib": f"{size / 4 / 2**20:,.0f}",
+    }
+
+
+def ring_send_readings(facts: Mapping[str, Any]) -> dict[str, str]:
+    """What each GPU sends in an 8-GPU ring all-reduce (GB), and three ways to miscount it.
+
+    Reads ``multigpu.grad_gb`` (the gradients all-reduced, GB) and ``multigpu.ring_8_gb``
+    (what the page's ring block computed each GPU sends: 2(N-1)/N x the gradients).
+    ``naive`` sends a copy to each of the 7 others; ``shard`` counts one eighth, sent once;
+    ``whole`` sums the whole ring's traffic, 2 x the gradients x 8. The four always differ
+    (1.75, 7, 1/8 and 16 times the gradients).
+
+    >>> ring_send_readings({"multigpu.grad_gb": 28.0, "multigpu.ring_8_gb": 49.0})
+    {'grad': '28', 'ring': '49', 'naive': '196', 'shard': '3.5', 'whole': '448'}
+    """
+    grad, ring = float(facts["multigpu.grad_gb"]), float(facts["multigpu.ring_8_gb"])
+    return {
+        "grad": figure(grad),
+        "ring": figure(ring),
+        "naive": figure(7 * grad),
+        "shard": figure(grad / 8),
+        "whole": figure(2 * grad * 8),
+    }

@@ -10,6 +10,7 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from gpulesson.errors.diagnose import Diagnosis
 from gpulesson.errors.fix_ladder import FIX_LADDER, Step
@@ -108,3 +109,47 @@ def examples_table_markdown(diagnoses: Mapping[str, Diagnosis]) -> str:
         )
     header = ("example", "kind", "verdict", "requested / free / total", "first step")
     return markdown_table(header, rows, align="lllll")
+
+
+def binary_size(n_bytes: float) -> str:
+    """Bytes as PyTorch's OOM message prints them: GiB from 1 GiB up, else MiB, two decimals.
+
+    >>> binary_size(10.31 * 2**30), binary_size(98.25 * 2**20)
+    ('10.31 GiB', '98.25 MiB')
+    """
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.2f} GiB"
+    return f"{n_bytes / 2**20:.2f} MiB"
+
+
+TORCH1X_FIELDS = ("requested", "total", "allocated", "free", "reserved", "reserved_unallocated")
+
+
+def torch1x_cache(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A torch 1.x OOM message's numbers, and its cache against three misreadings.
+
+    Reads ``oom.torch1x_<field>_bytes`` for each of ``TORCH1X_FIELDS`` (what
+    ``gpulesson diagnose`` found in the page's torch 1.x example). In that wording
+    "reserved" is live tensors plus the cache, so the cache is reserved minus
+    allocated (``cache``, from the diagnosis). ``reserved`` reads the 1.x figure
+    as torch 2.x's "reserved but unallocated"; ``free`` takes the card's free
+    memory for the cache; ``added`` adds reserved and allocated.
+
+    >>> GiB, MiB = 2**30, 2**20
+    >>> v = torch1x_cache({"oom.torch1x_requested_bytes": 512 * MiB,
+    ...     "oom.torch1x_total_bytes": 11.17 * GiB, "oom.torch1x_allocated_bytes": 10.31 * GiB,
+    ...     "oom.torch1x_free_bytes": 98.25 * MiB, "oom.torch1x_reserved_bytes": 10.58 * GiB,
+    ...     "oom.torch1x_reserved_unallocated_bytes": 0.27 * GiB})
+    >>> v["cache"], v["reserved"], v["free"], v["added"]
+    ('276.48 MiB', '10.58 GiB', '98.25 MiB', '20.89 GiB')
+    """
+    names = [f"oom.torch1x_{field}_bytes" for field in TORCH1X_FIELDS]
+    missing = [name for name in names if name not in facts]
+    if missing:
+        raise ValueError(f"torch1x_cache needs the facts {', '.join(missing)}: list them")
+    n = {field: float(facts[name]) for field, name in zip(TORCH1X_FIELDS, names, strict=True)}
+    return {
+        **{field: binary_size(n[field]) for field in TORCH1X_FIELDS[:5]},
+        "cache": binary_size(n["reserved_unallocated"]),
+        "added": binary_size(n["reserved"] + n["allocated"]),
+    }

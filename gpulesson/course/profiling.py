@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Mapping
+from typing import Any
 
+from gpulesson.course.common import about
 from gpulesson.tables import markdown_table
 from gpulesson.text import code_span
 from gpulesson.timing.profile import (
@@ -230,3 +233,24 @@ def step_markdown(g: GptStepProfile) -> str:
         f"{c.heads} heads, a vocabulary of {c.vocab_size:,} ({g.parameters:,} parameters), "
         f"{c.attention} attention; a batch of {g.batch} x {c.seq_len} tokens; AdamW."
     )
+
+
+def adam_first_step(facts: Mapping[str, Any]) -> dict[str, str]:
+    """What the first ``optimizer.step`` allocated (MiB), and the sizes three slips give.
+
+    Reads ``profiling.first_optimizer_mib`` (measured: AdamW's two fp32 moments, 8 bytes a
+    parameter) and ``profiling.parameters``. ``one_moment`` counts one state tensor (4 bytes
+    a parameter); ``whole_bill`` counts the whole Adam training bill (16 bytes a parameter:
+    weights, gradients and both moments), which the optimizer does not allocate.
+
+    >>> adam_first_step({"profiling.first_optimizer_mib": 16.3,
+    ...                  "profiling.parameters": 2137088})
+    {'measured': '16', 'parameters': '2,137,088', 'one_moment': '8.2', 'whole_bill': '33'}
+    """
+    measured, n = float(facts["profiling.first_optimizer_mib"]), int(facts["profiling.parameters"])
+    return {
+        "measured": about(measured),
+        "parameters": f"{n:,}",
+        "one_moment": about(4 * n / 2**20),
+        "whole_bill": about(16 * n / 2**20),
+    }

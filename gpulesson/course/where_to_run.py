@@ -9,6 +9,9 @@ markup; nothing here measures. See :mod:`gpulesson.course`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from gpulesson.memory.cost import CardRate, card_rates, run_cost_usd
 from gpulesson.tables import markdown_table
 from gpulesson.text import inert
@@ -45,3 +48,54 @@ def cost_markdown(
             )
         )
     return markdown_table(header, rows)
+
+
+SWEEP_BILL_FACTS = (
+    "where.spot_usd_per_h",
+    "where.on_demand_usd_per_h",
+    "where.hours_per_run",
+    "where.runs",
+)
+
+
+def sweep_bill(facts: Mapping[str, Any]) -> dict[str, str]:
+    """A sweep's spot bill, and the three sums a hurried reader gets instead.
+
+    Reads the spot and on-demand rates ($/h), the hours per run and the number of runs
+    (``SWEEP_BILL_FACTS``). ``spot`` is rate x hours x runs on spot (right);
+    ``on_demand`` the same at the on-demand rate; ``one_run`` forgets the number of runs;
+    ``no_hours`` forgets the hours. Dollars with two decimals; the rates, hours and runs
+    are returned too, for the prompt.
+
+    >>> bill = sweep_bill({"where.spot_usd_per_h": 0.3, "where.on_demand_usd_per_h": 0.6,
+    ...                    "where.hours_per_run": 3, "where.runs": 10})
+    >>> bill["spot"], bill["on_demand"], bill["one_run"], bill["no_hours"]
+    ('9.00', '18.00', '0.90', '3.00')
+    >>> sweep_bill({"where.spot_usd_per_h": 0.3, "where.on_demand_usd_per_h": 0.6,
+    ...             "where.hours_per_run": 10, "where.runs": 10})
+    Traceback (most recent call last):
+    ...
+    ValueError: sweep_bill: hours_per_run and runs are both 10, so two wrong sums read alike
+    """
+    missing = [name for name in SWEEP_BILL_FACTS if name not in facts]
+    if missing:
+        raise ValueError(f"sweep_bill needs the facts {', '.join(missing)}: list them under facts")
+    spot, on_demand, hours, runs = (float(facts[name]) for name in SWEEP_BILL_FACTS)
+    if hours == runs:
+        raise ValueError(
+            f"sweep_bill: hours_per_run and runs are both {hours:g}, so two wrong sums read alike"
+        )
+    if spot == on_demand:
+        raise ValueError(
+            f"sweep_bill: spot and on-demand rates are both {spot:g} $/h, so two options read "
+            "the same: use rates that differ"
+        )
+    return {
+        "spot": f"{spot * hours * runs:,.2f}",
+        "on_demand": f"{on_demand * hours * runs:,.2f}",
+        "one_run": f"{spot * hours:,.2f}",
+        "no_hours": f"{spot * runs:,.2f}",
+        "spot_rate": f"{spot:.2f}",
+        "hours": f"{hours:g}",
+        "runs": f"{runs:g}",
+    }

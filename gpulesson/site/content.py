@@ -47,7 +47,7 @@ from gpulesson import schema_check
 from gpulesson.memory.cost import card_rates
 from gpulesson.site.glossary import Term
 from gpulesson.site.labs import MACHINE_KEYS, DispatchLine, Machine, Route, fill_route_cost
-from gpulesson.site.quizzes import Option, Question, executed_block_ids, resolve_values
+from gpulesson.site.quizzes import Option, Question, check_values, executed_block_ids
 from gpulesson.text import markup_hazard
 
 QUIZ_SUFFIX = ".quiz.yml"
@@ -289,7 +289,7 @@ def _question(
         _check_before(where_, q["before"], lesson)
     if templated:
         try:
-            resolve_values(q["values"])
+            check_values(q["values"])
         except ValueError as exc:
             raise _error(where_, "values", str(exc)) from None
     _check_template(where_, "prompt", q["prompt"], templated)

@@ -31,12 +31,15 @@ in a collapsible block, like the rest of the quiz.
 
 from __future__ import annotations
 
+import ast
 import html
 import importlib
+import importlib.util
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from gpulesson.site import facts, glossary
@@ -77,22 +80,54 @@ class Question:
             )
 
 
-def resolve_values(dotted: str) -> ValuesFunction:
-    """The function a templated question names as ``module:function`` (in gpulesson.site).
+def _values_module(dotted: str) -> tuple[str, str]:
+    """``module:function`` split, the module checked to be one of :mod:`gpulesson.course`."""
+    module_name, _, name = dotted.partition(":")
+    if not module_name.startswith("gpulesson.course.") or not name:
+        raise ValueError(
+            f"{dotted!r} must name a function in gpulesson.course as module:function, "
+            "e.g. gpulesson.course.common:decades or gpulesson.course.<lesson>:<function>"
+        )
+    return module_name, name
 
-    >>> resolve_values("gpulesson.site.quiz_values:decades").__name__
-    'decades'
-    >>> resolve_values("os:system")  # doctest: +ELLIPSIS
+
+def check_values(dotted: str) -> None:
+    """Refuse a ``values`` name that names no function of a :mod:`gpulesson.course` module,
+    reading the module's source rather than importing it: the build process, which reads
+    the quiz files, imports no lesson module (some import torch).
+
+    >>> check_values("gpulesson.course.common:decades")
+    >>> check_values("gpulesson.course.common:nope")
     Traceback (most recent call last):
     ...
-    ValueError: 'os:system' must name a function in gpulesson.site as module:function, ...
+    ValueError: 'gpulesson.course.common:nope': gpulesson.course.common has no function nope
+    >>> check_values("os:system")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 'os:system' must name a function in gpulesson.course as module:function, ...
     """
-    module_name, _, name = dotted.partition(":")
-    if not module_name.startswith("gpulesson.site.") or not name:
-        raise ValueError(
-            f"{dotted!r} must name a function in gpulesson.site as module:function, "
-            "e.g. gpulesson.site.quiz_values:decades"
-        )
+    module_name, name = _values_module(dotted)
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None or spec.origin is None:
+        raise ValueError(f"{dotted!r}: there is no module {module_name}")
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    if not any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body):
+        raise ValueError(f"{dotted!r}: {module_name} has no function {name}")
+
+
+def resolve_values(dotted: str) -> ValuesFunction:
+    """The function a templated question names as ``module:function`` (see
+    :func:`check_values`): in its lesson's module of :mod:`gpulesson.course`, or in
+    :mod:`gpulesson.course.common` when several lessons share it; nowhere else, since the
+    quiz files are contributors' data.
+
+    >>> resolve_values("gpulesson.course.common:decades").__name__
+    'decades'
+    """
+    module_name, name = _values_module(dotted)
     try:
         module = importlib.import_module(module_name)
     except ImportError:
@@ -122,7 +157,7 @@ def fill(question: Question, fact_values: Mapping[str, Any], where: str = "quest
     in errors (file and entry).
 
     >>> q = Question(
-    ...     prompt="About how large?", facts=("x",), values="gpulesson.site.quiz_values:decades",
+    ...     prompt="About how large?", facts=("x",), values="gpulesson.course.common:decades",
     ...     options=(Option(text="{value}", correct=True, why="Measured: {measured}."),
     ...              Option(text="{tenfold}", correct=False, why="Ten times too large.")))
     >>> [o.text for o in fill(q, {"x": 1234.5}).options]
