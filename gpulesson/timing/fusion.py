@@ -179,11 +179,12 @@ def headline_figures(f: FusionResult) -> dict[str, tuple[float, str]]:
         "ops_per_call": (f.ops_per_call, "ops"),
         "n_elements": (f.n_elements, "elements"),
     }
-    if f.compiled is not None and f.compile_s is not None:
+    speedup, saved_s = f.speedup, f.saved_per_call_s
+    if f.compiled is not None and None not in (f.compile_s, speedup, saved_s):
         figures["compiled_us"] = (f.compiled.median_s * 1e6, "µs")
-        figures["fusion_speedup"] = (f.eager.median_s / f.compiled.median_s, "x")
+        figures["fusion_speedup"] = (speedup, "x")
         figures["compile_s"] = (f.compile_s, "s")
-        figures["saved_us"] = ((f.eager.median_s - f.compiled.median_s) * 1e6, "µs")
+        figures["saved_us"] = (saved_s * 1e6, "µs")
     if f.breakeven_calls is not None:
         figures["breakeven_calls"] = (f.breakeven_calls, "calls")
     return figures
@@ -321,6 +322,9 @@ def measure_fusion(
     x = torch.randn(n, device=device)
     importlib.import_module("torch._inductor.compile_fx")  # once per process; not compile_s
 
+    timed = [lambda: pointwise_chain(x)]
+    compile_s = max_abs_diff = None
+    error = ""
     with using_threads(threads):
         torch.compiler.reset()
         compiled = torch.compile(pointwise_chain, dynamic=False, options=COMPILE_OPTIONS)
@@ -329,40 +333,32 @@ def measure_fusion(
         try:
             y = compiled(x)
         except Exception as exc:  # no one type: dynamo, inductor and the C++ toolchain each raise
-            (eager_s, eager_calls), *_ = time_in_turns(
-                [lambda: pointwise_chain(x)], device, threads, min_run_time_s
+            error = compile_failure(exc, device)
+        else:
+            barrier(device)
+            compile_s = time.perf_counter() - start
+            timed.append(lambda: compiled(x))
+    if not error:
+        max_abs_diff = float((y - pointwise_chain(x)).abs().max())
+        if not max_abs_diff <= CHAIN_TOLERANCE:
+            raise ValueError(
+                f"the compiled chain differs from eager by {max_abs_diff:.3g} (more than "
+                f"{CHAIN_TOLERANCE}): report it with your torch version, {torch.__version__}"
             )
-            eager = CallTiming(mode="eager", samples_s=eager_s, calls_per_sample=eager_calls)
-            return FusionResult(
-                device=device,
-                n_elements=n,
-                ops_per_call=OPS_PER_CALL,
-                threads=threads,
-                eager=eager,
-                compiled=None,
-                compile_s=None,
-                max_abs_diff=None,
-                compile_error=compile_failure(exc, device),
-            )
-        barrier(device)
-        compile_s = time.perf_counter() - start
-    max_abs_diff = float((y - pointwise_chain(x)).abs().max())
-    if not max_abs_diff <= CHAIN_TOLERANCE:
-        raise ValueError(
-            f"the compiled chain differs from eager by {max_abs_diff:.3g} (more than "
-            f"{CHAIN_TOLERANCE}): report it with your torch version, {torch.__version__}"
-        )
     # In turns, as the overhead rounds: a burst of other work slows both alike
-    (eager_s, eager_calls), (comp_s, comp_calls) = time_in_turns(
-        [lambda: pointwise_chain(x), lambda: compiled(x)], device, threads, min_run_time_s
-    )
+    (eager_s, eager_calls), *rest = time_in_turns(timed, device, threads, min_run_time_s)
     return FusionResult(
         device=device,
         n_elements=n,
         ops_per_call=OPS_PER_CALL,
         threads=threads,
         eager=CallTiming(mode="eager", samples_s=eager_s, calls_per_sample=eager_calls),
-        compiled=CallTiming(mode="compiled", samples_s=comp_s, calls_per_sample=comp_calls),
+        compiled=(
+            CallTiming(mode="compiled", samples_s=rest[0][0], calls_per_sample=rest[0][1])
+            if rest
+            else None
+        ),
         compile_s=compile_s,
         max_abs_diff=max_abs_diff,
+        compile_error=error,
     )
