@@ -320,7 +320,7 @@ def evaluate(text: str, rule: str, *, needs: str | None = None, teaching: bool =
             page, block, shown, rule, NOT_CHECKED, numbers, units, needs, kinds, teaching
         )
         return _record(result)
-    withheld = _withheld([known[n] for n in wanted])
+    withheld = facts.withheld_reason(wanted)
     if withheld:
         shown = _strip_fields(text)
         present = {n: v for n, v in numbers.items() if v is not None}
@@ -343,11 +343,6 @@ def evaluate(text: str, rule: str, *, needs: str | None = None, teaching: bool =
     shown = _FactFormatter(numbers).format(text)
     result = Claim(page, block, shown, rule, status, numbers, units, needs, kinds, teaching, margin)
     return _record(result)
-
-
-def _withheld(read: list[facts.Fact]) -> str:
-    """Why this build has no value for the facts read, one reason each ('' when it has all)."""
-    return "; ".join(dict.fromkeys(f.withheld for f in read if f.withheld))
 
 
 def describe(text: str, *, needs: str | None = None) -> str:
@@ -374,7 +369,7 @@ def describe(text: str, *, needs: str | None = None) -> str:
                 'on this page: publish them in an earlier block, or pass needs="cuda"'
             )
         return WAITING
-    if _withheld([known[n] for n in wanted]):
+    if facts.withheld_reason(wanted):
         return WITHHELD
     return _FactFormatter({n: known[n].value for n in wanted}).format(text)
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -274,6 +275,22 @@ def value(name: str, page: str | None = None) -> FactValue:
     if fact.value is None:
         raise ValueError(f"fact {name!r} is not measured on this build: {fact.withheld}")
     return fact.value
+
+
+def withheld_reason(names: Iterable[str], page: str | None = None) -> str:
+    """Why ``page`` has no value for some of ``names``: each withheld fact's reason, once,
+    joined by "; "; '' when it has them all (a name never published is not withheld:
+    reading it fails, naming it).
+
+    >>> reset(); begin_page("p.md"); _ = publish("a", 1)
+    >>> withhold("b", "no C++ compiler"); withhold("c", "no C++ compiler")
+    >>> withheld_reason(["a", "b", "c", "d"]), withheld_reason(["a"])
+    ('no C++ compiler', '')
+    """
+    known = _pages.get(page or _page or "(no page)", {})
+    return "; ".join(
+        dict.fromkeys(known[n].withheld for n in names if n in known and known[n].withheld)
+    )
 
 
 def page_facts(page: str | None = None) -> dict[str, Fact]:

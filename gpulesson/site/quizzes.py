@@ -224,13 +224,6 @@ def _check_before(question: Question, where: str) -> None:
     )
 
 
-def withheld(question: Question) -> bool:
-    """Whether the page withheld a fact the question reads (an absent one is not: reading it
-    fails, naming the fact)."""
-    read = [facts.page_facts().get(name) for name in question.facts]
-    return any(f is not None and f.value is None for f in read)
-
-
 def page_questions(stem: str, fact_values: Mapping[str, Any] | None = None) -> tuple[Question, ...]:
     """The quiz of lesson ``stem`` filled in from the facts of the page being built.
 
@@ -246,7 +239,7 @@ def page_questions(stem: str, fact_values: Mapping[str, Any] | None = None) -> t
     filled = []
     for i, q in enumerate(questions(stem), 1):
         where = f"{file}: question {i}{content.quote(q.prompt)}"
-        if fact_values is None and withheld(q):
+        if fact_values is None and facts.withheld_reason(q.facts):
             continue
         if fact_values is None and q.facts:
             try:
@@ -397,7 +390,7 @@ def section_markdown(stem: str, fact_values: Mapping[str, Any] | None = None) ->
     left_out = [  # an empty wrapper fills the slot before its block
         f'<div class="{WRAPPER_CLASS}" data-before="{html.escape(q.before, quote=True)}"></div>\n\n'
         for q in questions(stem)
-        if q.before and fact_values is None and withheld(q)
+        if q.before and fact_values is None and facts.withheld_reason(q.facts)
     ]
     note = ""
     if predicted:
