@@ -15,6 +15,7 @@ import pytest
 from gpulesson.course import budget, common, fix_ladder, oom
 from gpulesson.errors.diagnose import diagnose
 from gpulesson.errors.fix_ladder import checkpointing_leftover
+from gpulesson.errors.numbers import format_bytes
 from gpulesson.memory.budget import estimate
 from gpulesson.memory.capacity import max_params
 from gpulesson.site import claims, content, facts, quizzes
@@ -121,7 +122,7 @@ def test_oom_quiz_quotes_the_torch_1x_example_and_asks_for_its_cache(built_site)
     for number in re.findall(r"\d+\.\d+ [MG]iB", text):
         assert number in question.prompt
     cache = diagnose(text).reserved_unallocated_bytes
-    assert right_answer(question) == oom.binary_size(cache)
+    assert right_answer(question) == format_bytes(cache)
     assert "10.58 GiB" in {o.text for o in question.options}  # reserved, misread as cache
 
 

@@ -111,17 +111,6 @@ def examples_table_markdown(diagnoses: Mapping[str, Diagnosis]) -> str:
     return markdown_table(header, rows, align="lllll")
 
 
-def binary_size(n_bytes: float) -> str:
-    """Bytes as PyTorch's OOM message prints them: GiB from 1 GiB up, else MiB, two decimals.
-
-    >>> binary_size(10.31 * 2**30), binary_size(98.25 * 2**20)
-    ('10.31 GiB', '98.25 MiB')
-    """
-    if n_bytes >= 2**30:
-        return f"{n_bytes / 2**30:.2f} GiB"
-    return f"{n_bytes / 2**20:.2f} MiB"
-
-
 TORCH1X_FIELDS = ("requested", "total", "allocated", "free", "reserved", "reserved_unallocated")
 
 
@@ -133,7 +122,8 @@ def torch1x_cache(facts: Mapping[str, Any]) -> dict[str, str]:
     "reserved" is live tensors plus the cache, so the cache is reserved minus
     allocated (``cache``, from the diagnosis). ``reserved`` reads the 1.x figure
     as torch 2.x's "reserved but unallocated"; ``free`` takes the card's free
-    memory for the cache; ``added`` adds reserved and allocated.
+    memory for the cache; ``added`` adds reserved and allocated. Each reads as the message
+    prints it (:func:`gpulesson.errors.numbers.format_bytes`).
 
     >>> GiB, MiB = 2**30, 2**20
     >>> v = torch1x_cache({"oom.torch1x_requested_bytes": 512 * MiB,
@@ -147,9 +137,9 @@ def torch1x_cache(facts: Mapping[str, Any]) -> dict[str, str]:
     missing = [name for name in names if name not in facts]
     if missing:
         raise ValueError(f"torch1x_cache needs the facts {', '.join(missing)}: list them")
-    n = {field: float(facts[name]) for field, name in zip(TORCH1X_FIELDS, names, strict=True)}
+    n = {field: int(facts[name]) for field, name in zip(TORCH1X_FIELDS, names, strict=True)}
     return {
-        **{field: binary_size(n[field]) for field in TORCH1X_FIELDS[:5]},
-        "cache": binary_size(n["reserved_unallocated"]),
-        "added": binary_size(n["reserved"] + n["allocated"]),
+        **{field: format_bytes(n[field]) for field in TORCH1X_FIELDS[:5]},
+        "cache": format_bytes(n["reserved_unallocated"]),
+        "added": format_bytes(n["reserved"] + n["allocated"]),
     }
