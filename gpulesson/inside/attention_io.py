@@ -20,15 +20,16 @@ no storage) through torch's ``MemTracker`` (:mod:`gpulesson.memory.torch_tools`)
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from gpulesson.memory import torch_tools
+from gpulesson.timing.bench import call_seconds
 
 
 def _check(n: int, d: int) -> None:
@@ -169,25 +170,6 @@ def time_attention(
         torch.set_num_threads(threads)
 
 
-def _seconds(
-    fn: Callable[..., torch.Tensor], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, device: str
-) -> float:
-    """One call's time: this thread's CPU time on a CPU, wall time between barriers else."""
-    if device == "cpu":
-        start = time.thread_time()
-        fn(q, k, v)
-        return time.thread_time() - start
-    if device == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    fn(q, k, v)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    else:
-        torch.mps.synchronize()
-    return time.perf_counter() - start
-
-
 def _time_attention(
     device: str, seq_lens: Sequence[int], head_dim: int, heads: int, repeats: int
 ) -> tuple[AttentionTime, ...]:
@@ -197,7 +179,7 @@ def _time_attention(
         times: dict[str, list[float]] = {"standard": [], "sdpa": []}
         for _ in range(repeats + 1):
             for name, fn in (("standard", explicit_attention), ("sdpa", sdpa)):
-                times[name].append(_seconds(fn, q, k, v, device))
+                times[name].append(call_seconds(functools.partial(fn, q, k, v), device))
         rows.append(
             AttentionTime(
                 seq_len=n,

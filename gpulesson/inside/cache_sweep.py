@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from pathlib import Path
 import torch
 
 from gpulesson.timing import plans
+from gpulesson.timing.bench import call_seconds
 
 # A step is a drop in bandwidth by at least STEP_RATIO from one size to the size STEP_SPAN
 # points (a factor of 2.8 at half-doublings) later, after smoothing. The levels fade into
@@ -191,24 +191,6 @@ def find_steps(
     return tuple(steps)
 
 
-def read_seconds(view: torch.Tensor, device: str) -> float:
-    """One ``view.sum()``'s time: this thread's CPU time on a CPU (a busy machine's time slices
-    elsewhere drop out), the wall clock between barriers on a GPU."""
-    if device == "cpu":
-        start = time.thread_time()
-        view.sum()
-        return time.thread_time() - start
-    if device == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    view.sum()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    else:
-        torch.mps.synchronize()
-    return time.perf_counter() - start
-
-
 def measure_sweep(
     device: str = "cpu",
     sizes: Sequence[int] | None = None,
@@ -241,7 +223,7 @@ def measure_sweep(
         samples: list[list[float]] = [[] for _ in sizes]
         for _ in range(rounds):
             for i, view in enumerate(views):
-                samples[i].append(read_seconds(view, device))
+                samples[i].append(call_seconds(view.sum, device))
     finally:
         torch.set_num_threads(threads)
     points = tuple(

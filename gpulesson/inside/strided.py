@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from gpulesson.inside.cache_sweep import read_seconds
 from gpulesson.timing import plans
+from gpulesson.timing.bench import call_seconds
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
 LINE_FILE = Path("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
@@ -93,7 +93,7 @@ def measure_strided(
         samples: list[list[float]] = [[] for _ in strides]
         for _ in range(rounds):
             for i, view in enumerate(views):
-                samples[i].append(read_seconds(view, device))
+                samples[i].append(call_seconds(view.sum, device))
     finally:
         torch.set_num_threads(threads)
     points = tuple(
