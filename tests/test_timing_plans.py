@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpulesson.inside.cache_sweep import sweep_sizes
 from gpulesson.memory import compute_step
 from gpulesson.memory.gpt2 import GPT2Config
 from gpulesson.precision import step
@@ -90,12 +91,38 @@ def test_the_compute_and_inside_entries_take_their_sizes_from_the_one_table():
             assert (compute_step.PAGE_CONFIG, compute_step.PAGE_BATCH) == (plan.config, plan.batch)
         if device == "cuda" and not quick:
             assert (compute_step.GPU_CONFIG, compute_step.GPU_BATCH) == (plan.config, plan.batch)
+
+
+def test_the_inside_entries_measure_at_their_rows_sizes(monkeypatch):
+    """Each entry hands the measuring function its row of the table (``_quick`` with
+    ``--quick``): the stubs record what they were asked to measure."""
+    asked: list[object] = []
+    monkeypatch.setattr(entries_inside, "measure_sweep", lambda *a, **k: asked.append(k))
+    monkeypatch.setattr(entries_inside, "sweep_measurements", lambda sweep: [])
+    monkeypatch.setattr(entries_inside, "measure_strided", lambda *a, **k: asked.append(k))
+    monkeypatch.setattr(entries_inside, "strided_measurements", lambda sweep: [])
+    monkeypatch.setattr(entries_inside, "measure_peaks", lambda lengths: ())
+    monkeypatch.setattr(entries_inside, "time_attention", lambda d, lengths: asked.append(lengths))
+    monkeypatch.setattr(entries_inside, "attention_measurements", lambda *a: [])
     for device in plans.DEVICE_KINDS:
-        for quick in (False, True):
+        for quick, end in ((False, ""), (True, "_quick")):
             context = Context(Device(device, device, 2**40, 2**40, 1, None), quick)
-            for measurement in ("cache_sweep", "strided", "attention"):
-                row = measurement + ("_quick" if quick else "")
-                assert entries_inside.plan_for(context, measurement) == plans.sizes(device, row)
+            asked.clear()
+            entries_inside.run_cache_sweep(context)
+            entries_inside.run_strided(context)
+            entries_inside.run_attention(context)
+            sweep, strided, attention = (
+                plans.sizes(device, m + end) for m in ("cache_sweep", "strided", "attention")
+            )
+            assert asked == [
+                {
+                    "sizes": sweep_sizes(sweep["smallest_bytes"], sweep["largest_bytes"]),
+                    "rounds": sweep["rounds"],
+                    "bytes_per_sample": sweep["sample_bytes"],
+                },
+                {"tensor_bytes": strided["tensor_bytes"], "rounds": strided["rounds"]},
+                attention["time_lengths"],
+            ]
 
 
 DEVICE_WORDS = (*plans.DEVICE_KINDS, "gpu")  # "gpu": a table's row for both GPU kinds

@@ -33,7 +33,6 @@ import re
 import statistics
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
@@ -135,21 +134,9 @@ def sweep_from_measurements(measurements: Sequence[Measurement]) -> Sweep | None
     )
 
 
-def plan_for(context: Context, measurement: str) -> dict[str, Any]:
-    """The sizes of one of these entries on the context's device: its row of the plan table,
-    the ``_quick`` one with ``--quick``.
-
-    >>> cpu = Device("cpu", "cpu", 8 * 2**30, 4 * 2**30, 0, None)
-    >>> plan_for(Context(cpu, quick=True), "strided")["rounds"]
-    3
-    """
-    quick = "_quick" if context.quick else ""
-    return plans.sizes(context.device.type, measurement + quick)
-
-
 def run_cache_sweep(context: Context) -> list[Measurement]:
     """One row per working-set size: the lesson's sweep in full, a shorter one with --quick."""
-    plan = plan_for(context, "cache_sweep")
+    plan = plans.for_run(context.device.type, "cache_sweep", context.quick)
     sweep = measure_sweep(
         context.device.type,
         sizes=sweep_sizes(plan["smallest_bytes"], plan["largest_bytes"]),
@@ -210,7 +197,7 @@ def strided_from_measurements(measurements: Sequence[Measurement]) -> StrideSwee
 
 def run_strided(context: Context) -> list[Measurement]:
     """One row per stride."""
-    plan = plan_for(context, "strided")
+    plan = plans.for_run(context.device.type, "strided", context.quick)
     if not context.fits(plan["tensor_bytes"]):
         return []
     sweep = measure_strided(
@@ -310,7 +297,7 @@ def times_from_measurements(measurements: Sequence[Measurement]) -> tuple[Attent
 def run_attention(context: Context) -> list[Measurement]:
     """Traced peaks at four lengths, then times at three on the device (the lesson's plan)."""
     device = context.device.type
-    lengths = plan_for(context, "attention")["time_lengths"]
+    lengths = plans.for_run(device, "attention", context.quick)["time_lengths"]
     return attention_measurements(
         measure_peaks(PEAK_LENGTHS), time_attention(device, lengths), device
     )

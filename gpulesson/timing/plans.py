@@ -140,6 +140,16 @@ def sizes(device: str, measurement: str) -> dict[str, Any]:
     return dict(PLANS[device][measurement])
 
 
+def for_run(device: str, measurement: str, quick: bool) -> dict[str, Any]:
+    """The sizes of ``measurement`` on ``device`` for one run: its row ``<measurement>_quick``
+    with ``--quick``, else its row.
+
+    >>> for_run("cpu", "strided", quick=True)["rounds"], for_run("cpu", "strided", False)["rounds"]
+    (3, 5)
+    """
+    return sizes(device, f"{measurement}_quick" if quick else measurement)
+
+
 def by_run(measurement: str) -> dict[tuple[str, bool], dict[str, Any]]:
     """``{(device, quick): sizes}`` of a measurement that has a row ``<measurement>_quick``,
     on each device kind whose table has the measurement.
@@ -148,7 +158,7 @@ def by_run(measurement: str) -> dict[tuple[str, bool], dict[str, Any]]:
     (2, [('cpu', False), ('cpu', True)])
     """
     return {
-        (device, quick): sizes(device, f"{measurement}_quick" if quick else measurement)
+        (device, quick): for_run(device, measurement, quick)
         for device in DEVICE_KINDS
         if measurement in PLANS[device]
         for quick in (False, True)
