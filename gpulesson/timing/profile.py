@@ -375,9 +375,12 @@ def quiet_kineto() -> None:
     ``profiler_stop`` for every profile, and with a CUDA build of torch on a machine
     without a GPU also ``ERROR: ... gpuGetDeviceCount failed with code 35``: noise in a
     site build's log, and an alarming line for a reader whose build is fine. It reads
-    ``KINETO_LOG_LEVEL`` once, when the first profile of the process starts; 6 prints
-    nothing (its levels run from 0, verbose, to 5, the USDT lines). With a CUDA device the
-    messages stay (a CUPTI failure shows there), and a level the reader set is kept.
+    ``KINETO_LOG_LEVEL`` once, when the first profile of the process starts, and prints
+    the messages at that level and above: its ``LoggerOutputType`` runs from VERBOSE (0) to
+    ERROR (4) (``libkineto/include/ILoggerObserver.h`` in pytorch/kineto), and with torch
+    2.13 and 2.14 level 5 still printed the USDT lines while 6 printed nothing (measured
+    here). With a CUDA device the messages stay (a CUPTI failure shows there), and a level
+    the reader set is kept.
     """
     if not torch.cuda.is_available():
         os.environ.setdefault("KINETO_LOG_LEVEL", "6")
