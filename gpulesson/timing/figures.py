@@ -222,7 +222,7 @@ def stacked_bars(
             f'<line x1="{_n(mx)}" y1="{_n(y0 - 2)}" x2="{_n(mx)}" y2="{_n(axis_y)}" '
             'class="gl-marker"/>'
         )
-        parts.append(text(mx, y0 - 6 if mx < x1 - 40 else y0 - 6, marker[0], anchor="middle"))
+        parts.append(text(mx, y0 - 6, marker[0], anchor="middle"))
     parts.append(axis)
     return figure(
         "".join(parts),
