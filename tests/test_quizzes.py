@@ -305,6 +305,23 @@ def test_a_values_function_that_does_not_exist_is_refused(docs):
     )
 
 
+COURSE_NAME = re.compile(r"gpulesson\.course\.(\w+)[.:](\w+)")
+
+
+def test_every_function_a_quiz_file_names_is_where_it_says():
+    """Comments name the function a question's numbers come from, as ``values:`` does: each
+    name, in a comment or not, must be a function of that lesson module."""
+    wrong = []
+    for path in sorted((REPO / "docs" / "lessons").glob("*.quiz.yml")):
+        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for module, name in COURSE_NAME.findall(line):
+                try:
+                    quizzes.check_values(f"gpulesson.course.{module}:{name}")
+                except ValueError as exc:
+                    wrong.append(f"{path.name}:{line_no}: {exc}")
+    assert wrong == []
+
+
 def test_hook_turns_a_bad_file_into_a_build_error(docs):
     (docs / "lessons" / "demo.quiz.yml").write_text(LESSON_QUIZ.replace("correct: true", "x: 1"))
     with pytest.raises(PluginError, match=r"demo.quiz.yml: question 1 .*x: unknown field"):
